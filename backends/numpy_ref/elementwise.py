@@ -1,0 +1,102 @@
+"""NumPy implementations of the elementwise arithmetic and transcendental primitives.
+
+Floating-point warnings are silenced: like XLA, fnad returns inf/nan quietly
+(`jax_debug_nans` is the way to catch them).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fnad.backends.numpy_ref import impl_rules
+from fnad.primitives import elementwise as ew
+
+def quietly(fn):
+    """Run a NumPy function without floating-point warnings."""
+    def impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
+def _special():
+    from scipy import special   # imported on first use: it is slow to import
+    return special
+
+
+def _div(x, y):
+    if np.result_type(x).kind not in "iu":
+        return np.divide(x, y)
+    q = np.floor_divide(x, y)                          # lax.div rounds toward zero
+    fix = (np.remainder(x, y) != 0) & ((x < 0) != (y < 0))
+    return (q + fix).astype(q.dtype)
+
+
+def _round(x, rounding_method):
+    if rounding_method == ew.TO_NEAREST_EVEN:
+        return np.rint(x)
+    t = np.trunc(x)                                    # halfway cases away from zero
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(np.result_type(x))
+
+
+def _complex(x, y):
+    cdt = np.complex64 if np.result_type(x) == np.float32 else np.complex128
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(y)), cdt)
+    out.real = x
+    out.imag = y
+    return out
+
+
+def _same_dtype(fn):
+    """scipy.special may compute in a wider type: cast back to the input's dtype."""
+    def impl(x):
+        return np.asarray(fn(x), dtype=np.result_type(x))
+    return impl
+
+
+impl_rules[ew.add_p] = np.add
+impl_rules[ew.add_any_p] = np.add
+impl_rules[ew.sub_p] = np.subtract
+impl_rules[ew.mul_p] = np.multiply
+impl_rules[ew.div_p] = quietly(_div)
+impl_rules[ew.neg_p] = np.negative
+impl_rules[ew.rem_p] = quietly(np.fmod)
+impl_rules[ew.pow_p] = quietly(np.power)
+impl_rules[ew.integer_pow_p] = quietly(lambda x, *, y: np.power(x, y))
+impl_rules[ew.square_p] = quietly(np.square)
+impl_rules[ew.max_p] = np.maximum
+impl_rules[ew.min_p] = np.minimum
+impl_rules[ew.abs_p] = np.abs
+impl_rules[ew.sign_p] = quietly(np.sign)
+impl_rules[ew.floor_p] = np.floor
+impl_rules[ew.ceil_p] = np.ceil
+impl_rules[ew.round_p] = quietly(_round)
+impl_rules[ew.exp_p] = quietly(np.exp)
+impl_rules[ew.exp2_p] = quietly(np.exp2)
+impl_rules[ew.log_p] = quietly(np.log)
+impl_rules[ew.log1p_p] = quietly(np.log1p)
+impl_rules[ew.expm1_p] = quietly(np.expm1)
+impl_rules[ew.tanh_p] = quietly(np.tanh)
+impl_rules[ew.logistic_p] = quietly(_same_dtype(lambda x: _special().expit(x)))
+impl_rules[ew.sqrt_p] = quietly(np.sqrt)
+impl_rules[ew.rsqrt_p] = quietly(lambda x: np.reciprocal(np.sqrt(x)))
+impl_rules[ew.cbrt_p] = np.cbrt
+impl_rules[ew.sin_p] = quietly(np.sin)
+impl_rules[ew.cos_p] = quietly(np.cos)
+impl_rules[ew.tan_p] = quietly(np.tan)
+impl_rules[ew.asin_p] = quietly(np.arcsin)
+impl_rules[ew.acos_p] = quietly(np.arccos)
+impl_rules[ew.atan_p] = np.arctan
+impl_rules[ew.atan2_p] = np.arctan2
+impl_rules[ew.sinh_p] = quietly(np.sinh)
+impl_rules[ew.cosh_p] = quietly(np.cosh)
+impl_rules[ew.asinh_p] = np.arcsinh
+impl_rules[ew.acosh_p] = quietly(np.arccosh)
+impl_rules[ew.atanh_p] = quietly(np.arctanh)
+impl_rules[ew.erf_p] = _same_dtype(lambda x: _special().erf(x))
+impl_rules[ew.erfc_p] = _same_dtype(lambda x: _special().erfc(x))
+impl_rules[ew.erf_inv_p] = quietly(_same_dtype(lambda x: _special().erfinv(x)))
+impl_rules[ew.real_p] = np.real
+impl_rules[ew.imag_p] = np.imag
+impl_rules[ew.complex_p] = _complex
+impl_rules[ew.conj_p] = np.conj

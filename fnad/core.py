@@ -1,0 +1,602 @@
+"""fnad.core: abstract values, primitives and `bind`, stackless traces, tracers, errors.
+
+Owns ShapedArray, Primitive, the rule tables keyed by primitive (filled by
+`primitives/`, read by the transformations), the one current trace, EvalTrace
+(eager execution on a backend), the Tracer and Array classes, symbolic Zero
+tangents and the user-facing error types.
+
+Imports nothing from fnad but `dtypes` and `config`; in particular never numba
+or jax: a backend module loads on its first use.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from fnad import dtypes
+from fnad.config import config
+
+# ---- rule tables ------------------------------------------------------------
+# Filled one line per primitive in primitives/*.py; read by the transformations.
+abstract_eval_rules: dict[Primitive, Callable] = {}
+jvp_rules: dict[Primitive, Callable] = {}
+transpose_rules: dict[Primitive, Callable] = {}
+batch_rules: dict[Primitive, Callable] = {}
+partial_eval_rules: dict[Primitive, Callable] = {}
+
+
+# ---- errors -----------------------------------------------------------------
+class ConcretizationTypeError(TypeError):
+    """A Python-level decision (if, int(), indexing a list...) needed a traced value."""
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    """`bool(x)` (an `if`, `while`, `and`/`or`) on a traced value."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    """`int(x)` / `operator.index(x)` on a traced value."""
+
+
+class TracerArrayConversionError(TypeError):
+    """`np.asarray(x)` on a traced value: NumPy cannot see inside a trace."""
+
+
+class UnexpectedTracerError(Exception):
+    """A tracer was used after the transformation that made it had returned."""
+
+
+class ShapeError(TypeError):
+    """Operand shapes or dtypes that a primitive does not accept."""
+
+
+class NoImplementationError(NotImplementedError):
+    """A primitive has no implementation on the backend asked to run it."""
+
+
+# ---- user source lines --------------------------------------------------------
+_internal_dirs: tuple[str, ...] | None = None
+
+
+def _internal_prefixes() -> tuple[str, ...]:
+    """Directories whose frames are fnad's own (plus the standard library)."""
+    global _internal_dirs
+    if _internal_dirs is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        dirs = [here + os.sep]
+        for name in ("fnad.primitives", "fnad.backends"):
+            mod = sys.modules.get(name)
+            for p in getattr(mod, "__path__", ()):
+                dirs.append(os.path.abspath(p) + os.sep)
+        stdlib = sysconfig.get_paths().get("stdlib")
+        if stdlib:
+            dirs.append(os.path.abspath(stdlib) + os.sep)
+        _internal_dirs = tuple(dirs)
+    return _internal_dirs
+
+
+def user_frame() -> str | None:
+    """'file.py:12 (fn)' of the innermost frame outside fnad, or None."""
+    prefixes = _internal_prefixes()
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not fname.startswith(prefixes) and not fname.startswith("<frozen"):
+            return f"{fname}:{frame.f_lineno} ({frame.f_code.co_name})"
+        frame = frame.f_back
+    return None
+
+
+def _at_user_line() -> str:
+    where = user_frame()
+    return f" (at {where})" if where else ""
+
+
+# ---- abstract values --------------------------------------------------------
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and JAX's weak_type flag."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def strip_weak_type(self) -> ShapedArray:
+        return ShapedArray(self.shape, self.dtype) if self.weak_type else self
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def to_tangent_aval(self) -> ShapedArray:
+        """Tangents of integer and boolean values have JAX's `float0` dtype."""
+        if dtypes.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dtypes.float0)
+
+    def str_short(self) -> str:
+        return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (for `eval_shape` and friends)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _python_scalar_aval(x) -> ShapedArray:
+    if type(x) is bool:
+        return ShapedArray((), np.bool_)
+    if type(x) is int:
+        dt = dtypes.default_int_dtype()
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dt).name}")
+        return ShapedArray((), dt, weak_type=True)
+    if type(x) is float:
+        return ShapedArray((), dtypes.default_float_dtype(), weak_type=True)
+    return ShapedArray((), dtypes.default_complex_dtype(), weak_type=True)
+
+
+_scalar_types = {bool, int, float, complex}
+
+
+def get_aval(x: Any) -> ShapedArray:
+    """The abstract value of anything fnad accepts as an array."""
+    t = type(x)
+    if t is Array or isinstance(x, Tracer):
+        return x.aval
+    if t in _scalar_types:
+        return _python_scalar_aval(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype))
+    if isinstance(x, (bool, int, float, complex)):   # subclasses, e.g. IntEnum
+        return _python_scalar_aval(t.__mro__[-2](x) if t.__mro__[-2] in _scalar_types
+                                   else complex(x))
+    if hasattr(x, "__array__") or hasattr(x, "__jax_array__"):
+        return get_aval(np.asarray(x))
+    raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid fnad array "
+                    "(expected an fnad/NumPy array or a Python scalar)")
+
+
+def canonicalize_value(x: Any, aval: ShapedArray | None = None) -> np.ndarray:
+    """A NumPy value of `x` with fnad's canonical dtype (x64 off: 64 -> 32 bit)."""
+    aval = get_aval(x) if aval is None else aval
+    if isinstance(x, np.ndarray) and x.dtype == aval.dtype:
+        return x
+    return np.asarray(x, dtype=aval.dtype)
+
+
+def is_concrete(x) -> bool:
+    return not isinstance(x, Tracer)
+
+
+# ---- symbolic zeros -------------------------------------------------------------
+class Zero:
+    """A tangent or cotangent known to be zero; costs nothing until instantiated."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+class UndefinedPrimal:
+    """In a transpose rule: the linear input whose cotangent is being computed."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x) -> bool:
+    return type(x) is UndefinedPrimal
+
+
+def is_zero(t) -> bool:
+    return type(t) is Zero
+
+
+def nonzero(t) -> bool:
+    return type(t) is not Zero
+
+
+# ---- primitives -----------------------------------------------------------------
+class Primitive:
+    """A named operation. Its math lives in the rule tables, keyed by the object."""
+
+    __slots__ = ("name", "multiple_results", "__weakref__")
+
+    def __init__(self, name: str, *, multiple_results: bool = False):
+        self.name = name
+        self.multiple_results = multiple_results
+
+    def bind(self, *args, **params):
+        return _state.trace.process_primitive(self, args, params)
+
+    def __repr__(self):
+        return self.name
+
+
+def abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:
+    """Output avals of `prim` applied to `avals` (always a list)."""
+    rule = abstract_eval_rules.get(prim)
+    if rule is None:
+        raise NotImplementedError(f"primitive '{prim.name}' has no abstract evaluation rule")
+    out = rule(*avals, **params)
+    return list(out) if prim.multiple_results else [out]
+
+
+def shape_error(prim_name: str, msg: str) -> ShapeError:
+    """A ShapeError naming the primitive and the user's source line."""
+    return ShapeError(f"{prim_name}: {msg}{_at_user_line()}")
+
+
+# ---- the current trace ----------------------------------------------------------
+class Trace:
+    """A transformation in progress. `parent` is the trace its rules bind on."""
+
+    def __init__(self, parent: Trace | None, description: str = ""):
+        self.parent = parent
+        self.ancestors: frozenset = (parent.ancestors | {parent}) if parent else frozenset()
+        self.description = description
+        self.where = user_frame() if parent is not None else None
+        self.alive = True
+
+    def process_primitive(self, prim: Primitive, args, params):
+        raise NotImplementedError
+
+    def check_foreign(self, x: Tracer) -> None:
+        """`x` is a tracer not of this trace: fine if an ancestor's, else it escaped."""
+        if x._trace not in self.ancestors:
+            raise escaped_tracer_error(x)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.description})"
+
+
+class _TraceState(threading.local):
+    trace: Trace  # set below to the eval trace for each thread
+
+
+_state = _TraceState()
+
+
+def current_trace() -> Trace:
+    return _state.trace
+
+
+class set_current_trace:
+    """Context manager: make `trace` the current one (a plain class: it is hot)."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+
+
+class new_trace:
+    """Run a transformation's body: make `trace` current, and retire it on exit."""
+
+    __slots__ = ("trace", "prev")
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def __enter__(self):
+        self.prev = _state.trace
+        _state.trace = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        _state.trace = self.prev
+        self.trace.alive = False
+
+
+def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:
+    trace = x._trace
+    state = "has already finished" if not trace.alive else "is not active here"
+    made = f" The tracer was created at {x._where}." if getattr(x, "_where", None) else ""
+    called = f" (called at {trace.where})" if trace.where else ""
+    return UnexpectedTracerError(
+        f"Encountered an unexpected tracer {x.aval.str_short()}: it belongs to "
+        f"{trace.description or type(trace).__name__}{called}, which {state}.{made} "
+        "This usually means a traced value was stored in a global, a closure or an "
+        "attribute and used later. Pass values in as arguments and return them as "
+        "outputs instead of keeping them as side effects.")
+
+
+# ---- tracers and arrays ---------------------------------------------------------
+class Tracer:
+    """A value inside a transformation; subclasses pair one with each Trace kind."""
+
+    __slots__ = ("_trace", "__weakref__")
+    __array_priority__ = 100
+
+    aval: ShapedArray  # provided by each subclass
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def to_concrete_value(self):
+        """The concrete value behind this tracer if it has one (JVP of eager), else None."""
+        return None
+
+    def _concrete(self, what: str, error_type, advice: str):
+        value = self.to_concrete_value()
+        if value is not None:
+            return value
+        trace = self._trace
+        raise error_type(
+            f"Attempted {what} of a traced array {self.aval.str_short()} inside "
+            f"{trace.description or type(trace).__name__}{_at_user_line()}. "
+            f"Its value is not known while tracing. {advice}")
+
+    def __bool__(self):
+        v = self._concrete("boolean conversion (Python `if`, `while`, `and`/`or`)",
+                           TracerBoolConversionError,
+                           "Use fnad.numpy.where or fnad.lax.cond / fnad.lax.select "
+                           "instead of Python control flow on array values, or mark the "
+                           "argument static (jit's static_argnums).")
+        return bool(v)
+
+    def __int__(self):
+        v = self._concrete("int() conversion", TracerIntegerConversionError,
+                           "Keep the value an array (x.astype(int) instead of int(x)), "
+                           "use lax.dynamic_slice for traced indices, or mark the "
+                           "argument static (jit's static_argnums).")
+        return int(v)
+
+    def __index__(self):
+        v = self._concrete("use as a Python index (operator.index)",
+                           TracerIntegerConversionError,
+                           "Use lax.dynamic_slice / fnad.numpy.take for traced indices, "
+                           "or mark the argument static (jit's static_argnums).")
+        return int(v)
+
+    def __float__(self):
+        return float(self._concrete("float() conversion", ConcretizationTypeError,
+                                    "Keep the value an array instead of a Python float."))
+
+    def __complex__(self):
+        return complex(self._concrete("complex() conversion", ConcretizationTypeError,
+                                      "Keep the value an array."))
+
+    def item(self):
+        return self._concrete(".item()", ConcretizationTypeError,
+                              "Keep the value an array inside the function.").item()
+
+    def tolist(self):
+        return self._concrete(".tolist()", ConcretizationTypeError,
+                              "Keep the value an array inside the function.").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"The numpy.ndarray conversion method __array__() was called on a traced "
+            f"array {self.aval.str_short()} inside "
+            f"{self._trace.description or type(self._trace).__name__}{_at_user_line()}. "
+            "NumPy functions cannot run on traced values: use fnad.numpy instead of numpy.")
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()}")
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+class Array:
+    """An fnad array: one backend buffer plus its abstract value."""
+
+    __slots__ = ("_value", "aval", "_backend", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, value, aval: ShapedArray, backend):
+        self._value = value
+        self.aval = aval
+        self._backend = backend
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+    backend = property(lambda self: self._backend.name)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self._backend.to_numpy(self._value)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def to_concrete_value(self):
+        return self._backend.to_numpy(self._value)
+
+    def block_until_ready(self):
+        self._backend.block_until_ready(self._value)
+        return self
+
+    def __bool__(self):
+        return bool(np.asarray(self))
+
+    def __int__(self):
+        return int(np.asarray(self))
+
+    def __index__(self):
+        if not dtypes.is_int(self.dtype) or self.shape:
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(np.asarray(self))
+
+    def __float__(self):
+        return float(np.asarray(self))
+
+    def __complex__(self):
+        return complex(np.asarray(self))
+
+    def item(self):
+        return np.asarray(self).item()
+
+    def tolist(self):
+        return np.asarray(self).tolist()
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    __hash__ = None  # arrays are mutable-looking values in NumPy too
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(self), separator=", ", prefix="Array(")
+        weak = ", weak_type=True" if self.aval.weak_type else ""
+        return f"Array({body}, dtype={self.dtype.name}{weak})"
+
+    def __str__(self):
+        return str(np.asarray(self))
+
+    def __format__(self, spec):
+        return format(np.asarray(self).item() if not self.shape else np.asarray(self), spec)
+
+    def __reduce__(self):  # pickling: rebuild from a NumPy value on the numpy backend
+        return (_array_from_numpy, (np.asarray(self), self.aval.weak_type))
+
+
+def _array_from_numpy(value, weak_type=False):
+    from fnad.backends import get_backend
+    aval = ShapedArray(value.shape, value.dtype, weak_type)
+    return Array(value, aval, get_backend("numpy"))
+
+
+# ---- eager evaluation -------------------------------------------------------------
+class EvalTrace(Trace):
+    """The root trace: run each primitive now, on the backend of its array operands."""
+
+    def __init__(self):
+        super().__init__(None, "eager evaluation")
+
+    def process_primitive(self, prim, args, params):
+        backend = None
+        vals = []
+        avals = []
+        for x in args:
+            if type(x) is Array:
+                b = x._backend
+                if backend is None:
+                    backend = b
+                elif b is not backend:
+                    raise ValueError(
+                        f"{prim.name}: operands live on different backends ({backend.name} "
+                        f"and {b.name}){_at_user_line()}; move them with fnad.device_put")
+                vals.append(x._value)
+                avals.append(x.aval)
+            elif isinstance(x, Tracer):
+                raise escaped_tracer_error(x)
+            else:
+                aval = get_aval(x)
+                avals.append(aval)
+                vals.append(x)
+        if backend is None:
+            backend = default_backend()
+        for i, x in enumerate(vals):
+            if type(args[i]) is not Array:
+                vals[i] = backend.device_put(canonicalize_value(x, avals[i]))
+        out_avals = abstract_eval(prim, avals, params)
+        impl = backend.impl_rules.get(prim)
+        if impl is None:
+            raise no_impl_error(prim, backend.name)
+        out = impl(*vals, **params)
+        if config.jax_debug_nans or config.jax_debug_infs:
+            _check_nans(prim, out if prim.multiple_results else [out], backend)
+        if prim.multiple_results:
+            return [Array(o, a, backend) for o, a in zip(out, out_avals)]
+        return Array(out, out_avals[0], backend)
+
+
+def no_impl_error(prim: Primitive, backend_name: str) -> NoImplementationError:
+    from fnad.backends import backends_with_impl
+    have = backends_with_impl(prim)
+    listing = ", ".join(have) if have else "none"
+    return NoImplementationError(
+        f"primitive '{prim.name}' has no implementation on the '{backend_name}' backend "
+        f"(backends with one: {listing}){_at_user_line()}")
+
+
+def _check_nans(prim, outs, backend):
+    for out in outs:
+        v = backend.to_numpy(out)
+        if not dtypes.is_inexact(v.dtype):
+            continue
+        if config.jax_debug_nans and np.isnan(v).any():
+            raise FloatingPointError(
+                f"invalid value (nan) encountered in {prim.name}{_at_user_line()}")
+        if config.jax_debug_infs and np.isinf(v).any():
+            raise FloatingPointError(
+                f"invalid value (inf) encountered in {prim.name}{_at_user_line()}")
+
+
+eval_trace = EvalTrace()
+_TraceState.trace = eval_trace
+
+
+def default_backend():
+    from fnad.backends import get_backend
+    return get_backend(config.jax_default_backend)

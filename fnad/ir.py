@@ -1,0 +1,269 @@
+"""fnad.ir: the jaxpr IR: Var, Literal, JaxprEqn, Jaxpr, ClosedJaxpr.
+
+Owns the data structures every transformation and backend reads, their
+pretty-printer, the typechecker and `eval_jaxpr` (an interpreter that binds each
+equation on the current trace, so evaluating a jaxpr inside grad or vmap
+transforms it). Imports only fnad.core and fnad.dtypes.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from fnad import core, dtypes
+from fnad.core import ShapedArray
+
+
+class Var:
+    """A variable: identity is the name; the aval says its type."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written inline in an equation."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Literal({self.val!r}:{self.aval.str_short()})"
+
+
+Atom = Var | Literal
+
+
+class JaxprEqn:
+    """`outvars = primitive[params](*invars)`, with the user's line that produced it."""
+
+    __slots__ = ("primitive", "invars", "params", "outvars", "source_info")
+
+    def __init__(self, primitive, invars: list, params: dict, outvars: list[Var],
+                 source_info: str | None = None):
+        self.primitive = primitive
+        self.invars = invars
+        self.params = params
+        self.outvars = outvars
+        self.source_info = source_info
+
+    def replace(self, **kw) -> JaxprEqn:
+        fields = {s: getattr(self, s) for s in self.__slots__}
+        fields.update(kw)
+        return JaxprEqn(**fields)
+
+    def __repr__(self):
+        return pp_eqn(self, _Names()).strip()
+
+
+class Jaxpr:
+    """A program: constvars and invars in, eqns in order, outvars out."""
+
+    __slots__ = ("constvars", "invars", "eqns", "outvars")
+
+    def __init__(self, constvars: list[Var], invars: list[Var], eqns: list[JaxprEqn],
+                 outvars: list):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.eqns = list(eqns)
+        self.outvars = list(outvars)
+
+    in_avals = property(lambda self: [v.aval for v in self.invars])
+    out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+    def __str__(self):
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):  # IPython / notebooks
+        p.text(str(self))
+
+
+class ClosedJaxpr:
+    """A Jaxpr with the values of its constvars."""
+
+    __slots__ = ("jaxpr", "consts")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence):
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        return pp_jaxpr(self.jaxpr)
+
+    __repr__ = __str__
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+    def __call__(self, *args):
+        return eval_jaxpr(self.jaxpr, self.consts, *args)
+
+
+# ---- evaluation ------------------------------------------------------------------
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
+    """Run `jaxpr` by binding each equation on the current trace."""
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        ins = [env[v] if type(v) is Var else v.val for v in eqn.invars]
+        outs = eqn.primitive.bind(*ins, **eqn.params)
+        if eqn.primitive.multiple_results:
+            env.update(zip(eqn.outvars, outs))
+        else:
+            env[eqn.outvars[0]] = outs
+    return [env[v] if type(v) is Var else v.val for v in jaxpr.outvars]
+
+
+# ---- typechecking ------------------------------------------------------------------
+class JaxprTypeError(TypeError):
+    """A jaxpr that is not well formed: names the equation and what is wrong."""
+
+
+def _compatible(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def typecheck_jaxpr(jaxpr: Jaxpr) -> None:
+    """Check that vars are bound once before use and that each eqn's types agree
+    with its primitive's abstract evaluation. Raises JaxprTypeError."""
+    bound: set[Var] = set()
+
+    def bind(v: Var, what: str):
+        if v in bound:
+            raise JaxprTypeError(f"variable {v} bound twice ({what})")
+        bound.add(v)
+
+    def read(a, where: str) -> ShapedArray:
+        if type(a) is Literal:
+            return a.aval
+        if a not in bound:
+            raise JaxprTypeError(f"variable {a} used before it is bound, in {where}")
+        return a.aval
+
+    for v in jaxpr.constvars:
+        bind(v, "constvar")
+    for v in jaxpr.invars:
+        bind(v, "invar")
+    for i, eqn in enumerate(jaxpr.eqns):
+        where = f"equation {i} ({eqn.primitive.name})"
+        in_avals = [read(a, where) for a in eqn.invars]
+        for param in eqn.params.values():
+            for sub in _sub_jaxprs(param):
+                typecheck_jaxpr(sub)
+        try:
+            expected = core.abstract_eval(eqn.primitive, in_avals, eqn.params)
+        except TypeError as e:
+            raise JaxprTypeError(f"{where}: {e}") from e
+        if len(expected) != len(eqn.outvars):
+            raise JaxprTypeError(f"{where}: {len(eqn.outvars)} outputs bound, "
+                                 f"the rule gives {len(expected)}")
+        for v, aval in zip(eqn.outvars, expected):
+            if not _compatible(v.aval, aval):
+                raise JaxprTypeError(f"{where}: output bound as {v.aval.str_short()} but "
+                                     f"the rule gives {aval.str_short()}")
+            bind(v, where)
+    for a in jaxpr.outvars:
+        read(a, "the outputs")
+
+
+def _sub_jaxprs(param):
+    if isinstance(param, ClosedJaxpr):
+        yield param.jaxpr
+    elif isinstance(param, Jaxpr):
+        yield param
+    elif isinstance(param, tuple):
+        for p in param:
+            yield from _sub_jaxprs(p)
+
+
+# ---- printing ----------------------------------------------------------------------
+class _Names:
+    """Letters for vars in order of appearance: a..z, ba, bb, ... as JAX prints."""
+
+    def __init__(self):
+        self.names: dict[Var, str] = {}
+
+    def __call__(self, v: Var) -> str:
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _letters(len(self.names))
+        return name
+
+
+def _letters(n: int) -> str:
+    s = ""
+    while True:
+        s = chr(ord("a") + n % 26) + s
+        n //= 26
+        if n == 0:
+            return s
+
+
+def _pp_literal(lit: Literal) -> str:
+    v = lit.val
+    if isinstance(v, np.ndarray):
+        v = v.item()
+    elif isinstance(v, np.generic):
+        v = v.item()
+    return f"{v!r}:{lit.aval.str_short()}"
+
+
+def _pp_atom(a, names: _Names) -> str:
+    return _pp_literal(a) if type(a) is Literal else names(a)
+
+
+def _pp_binder(v: Var, names: _Names) -> str:
+    return f"{names(v)}:{v.aval.str_short()}"
+
+
+def _pp_param(value, names: _Names, indent: int) -> str:
+    if isinstance(value, (ClosedJaxpr, Jaxpr)):
+        jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
+        return pp_jaxpr(jaxpr, indent=indent + 2, names=names).lstrip()
+    if isinstance(value, np.dtype):
+        return dtypes.short_name(value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return dtypes.short_name(np.dtype(value))
+    if isinstance(value, tuple) and any(isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):
+        return "(" + ", ".join(_pp_param(v, names, indent) for v in value) + ")"
+    return repr(value)
+
+
+def pp_eqn(eqn: JaxprEqn, names: _Names, indent: int = 4) -> str:
+    lhs = " ".join(_pp_binder(v, names) for v in eqn.outvars) or "_"
+    params = ""
+    if eqn.params:
+        params = "[" + " ".join(f"{k}={_pp_param(v, names, indent)}"
+                                for k, v in sorted(eqn.params.items())) + "]"
+    rhs = " ".join(_pp_atom(a, names) for a in eqn.invars)
+    return f"{' ' * indent}{lhs} = {eqn.primitive.name}{params} {rhs}".rstrip()
+
+
+def pp_jaxpr(jaxpr: Jaxpr, indent: int = 0, names: _Names | None = None) -> str:
+    """JAX's layout: `{ lambda consts ; args . let eqns in (outs) }`."""
+    names = _Names() if names is None else names
+    pad = " " * indent
+    consts = " ".join(_pp_binder(v, names) for v in jaxpr.constvars)
+    args = " ".join(_pp_binder(v, names) for v in jaxpr.invars)
+    lines = [f"{pad}{{ lambda {consts}{' ' if consts else ''}; {args}. let"]
+    lines += [pp_eqn(e, names, indent + 4) for e in jaxpr.eqns]
+    outs = ", ".join(_pp_atom(a, names) for a in jaxpr.outvars)
+    lines.append(f"{pad}  in ({outs}{',' if len(jaxpr.outvars) == 1 else ''}) }}")
+    return "\n".join(lines)

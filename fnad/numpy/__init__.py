@@ -1,0 +1,1 @@
+"""fnad.numpy: the NumPy API (filled in next)."""

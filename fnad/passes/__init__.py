@@ -1,0 +1,1 @@
+"""fnad.passes: jaxpr -> jaxpr rewrites."""

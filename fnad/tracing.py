@@ -1,0 +1,187 @@
+"""fnad.tracing: staging Python functions into jaxprs (`make_jaxpr`, `eval_shape`).
+
+Owns JaxprTrace, the trace that records equations instead of running them. In
+`forward_known` mode it is partial evaluation on the fly: an equation none of
+whose inputs are this trace's tracers runs now on the parent trace ("known"),
+and only the rest is staged. `linearize` stages the tangent half of a JVP this
+way, with the primal values as the known residuals.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fnad import core, tree_util
+from fnad.core import Array, ShapedArray, Tracer, abstract_eval, get_aval
+from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+
+
+class JaxprTracer(Tracer):
+    """A staged value: a Var of the jaxpr under construction."""
+
+    __slots__ = ("aval", "var", "_where")
+
+    def __init__(self, trace: JaxprTrace, aval: ShapedArray, var: Var, where: str | None):
+        self._trace = trace
+        self.aval = aval
+        self.var = var
+        self._where = where
+
+
+class JaxprTrace(core.Trace):
+    """Records each primitive application as a JaxprEqn."""
+
+    def __init__(self, parent: core.Trace, description: str, *, forward_known: bool = False):
+        super().__init__(parent, description)
+        self.forward_known = forward_known
+        self.eqns: list[JaxprEqn] = []
+        self.invars: list[Var] = []
+        self.constvars: list[Var] = []
+        self.constvals: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+
+    def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return JaxprTracer(self, aval, var, self.where)
+
+    def is_mine(self, x) -> bool:
+        return isinstance(x, JaxprTracer) and x._trace is self
+
+    def to_atom(self, x):
+        """The Var or Literal standing for `x` in this jaxpr."""
+        if isinstance(x, JaxprTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            self.check_foreign(x)          # an ancestor's tracer: a constant here
+        elif type(x) in core._scalar_types or (
+                isinstance(x, (np.ndarray, np.generic)) and np.ndim(x) == 0):
+            aval = get_aval(x)
+            return Literal(x if type(x) in core._scalar_types
+                           else np.asarray(x, aval.dtype)[()], aval)
+        elif type(x) is Array and not x.shape:
+            return Literal(np.asarray(x)[()], x.aval)
+        var = self._const_ids.get(id(x))
+        if var is None:   # constvals keeps x alive, so its id is not reused meanwhile
+            var = self._const_ids[id(x)] = Var(get_aval(x))
+            self.constvars.append(var)
+            self.constvals.append(x)
+        return var
+
+    def process_primitive(self, prim, args, params):
+        if self.forward_known and not any(self.is_mine(x) for x in args):
+            with core.set_current_trace(self.parent):
+                return prim.bind(*args, **params)
+        if self.forward_known:
+            rule = core.partial_eval_rules.get(prim)
+            if rule is not None:
+                return rule(self, args, params)
+        return self.stage(prim, args, params)
+
+    def stage(self, prim, args, params):
+        """Record `prim(*args)` as an equation and return its output tracer(s)."""
+        in_avals = [get_aval(x) for x in args]
+        out_avals = abstract_eval(prim, in_avals, params)
+        invars = [self.to_atom(x) for x in args]
+        outvars = [Var(a) for a in out_avals]
+        where = core.user_frame()
+        self.eqns.append(JaxprEqn(prim, invars, params, outvars, where))
+        outs = [JaxprTracer(self, a, v, where) for a, v in zip(out_avals, outvars)]
+        return outs if prim.multiple_results else outs[0]
+
+    def to_jaxpr(self, outs: Sequence) -> ClosedJaxpr:
+        """The staged program from this trace's args to `outs` (constants inlined)."""
+        outvars = [self.to_atom(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, self.eqns, outvars)
+        return ClosedJaxpr(jaxpr, self.constvals)
+
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
+                   description: str) -> ClosedJaxpr:
+    """Stage `fun(*flat_args) -> flat outputs` at `in_avals` into a ClosedJaxpr."""
+    trace = JaxprTrace(core.current_trace(), description)
+    args = [trace.new_arg(a) for a in in_avals]
+    with core.new_trace(trace):
+        outs = fun(*args)
+        return trace.to_jaxpr(outs)
+
+
+def flatten_fun(fun: Callable, in_tree) -> tuple[Callable, list]:
+    """`fun` on pytrees as a function of flat leaves; the out treedef lands in the list."""
+    out_tree_box: list = []
+
+    def flat_fun(*flat_args):
+        args, kwargs = tree_util.tree_unflatten(in_tree, flat_args)
+        out = fun(*args, **kwargs)
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return leaves
+
+    return flat_fun, out_tree_box
+
+
+def flatten_fun_nokwargs(fun: Callable, in_tree) -> tuple[Callable, list]:
+    """Like flatten_fun, for `in_tree` the treedef of the positional args tuple."""
+    out_tree_box: list = []
+
+    def flat_fun(*flat_args):
+        out = fun(*tree_util.tree_unflatten(in_tree, flat_args))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        out_tree_box.append(out_tree)
+        return leaves
+
+    return flat_fun, out_tree_box
+
+
+def shaped_abstractify(x) -> ShapedArray:
+    """An aval for an argument: arrays, Python scalars, ShapeDtypeStructs."""
+    if isinstance(x, core.ShapeDtypeStruct):
+        return ShapedArray(x.shape, core.dtypes.canonicalize_dtype(x.dtype), x.weak_type)
+    if isinstance(x, ShapedArray):
+        return x
+    return get_aval(x)
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable:
+    """`make_jaxpr(f)(*args)` stages `f` at the shapes of `args` into a ClosedJaxpr.
+
+    Printing the result shows the program fnad's transformations see, as JAX does.
+    """
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args, **kwargs):
+        nargs = len(args)
+        static_pos = {i % nargs for i in static} if nargs else set()
+        dyn = [a for i, a in enumerate(args) if i not in static_pos]
+
+        def f_dyn(*dyn_args, **kw):
+            it = iter(dyn_args)
+            full = [args[i] if i in static_pos else next(it) for i in range(nargs)]
+            return fun(*full, **kw)
+
+        flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
+        flat_fun, out_tree = flatten_fun(f_dyn, in_tree)
+        name = getattr(fun, "__name__", "fun")
+        closed = trace_to_jaxpr(flat_fun, [shaped_abstractify(x) for x in flat],
+                                f"make_jaxpr of {name}")
+        if return_shape:
+            shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                      for a in closed.out_avals]
+            return closed, tree_util.tree_unflatten(out_tree[0], shapes)
+        return closed
+
+    return make_jaxpr_f
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The shapes and dtypes `fun(*args)` would return, without computing anything."""
+    flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    flat_fun, out_tree = flatten_fun(fun, in_tree)
+    closed = trace_to_jaxpr(flat_fun, [shaped_abstractify(x) for x in flat],
+                            f"eval_shape of {getattr(fun, '__name__', 'fun')}")
+    shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+    return tree_util.tree_unflatten(out_tree[0], shapes)

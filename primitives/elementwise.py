@@ -1,0 +1,549 @@
+"""Elementwise arithmetic and transcendental primitives.
+
+Binary primitives take operands of one dtype with equal shapes, or a scalar
+(rank-0) operand that broadcasts; `fnad.numpy` does NumPy-style broadcasting and
+type promotion before it binds. Each block: declaration, wrapper, shape rule,
+JVP rule (and transpose rule for the linear ones). Batching rules are added by
+fnad.batching; implementations live in backends/.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, is_undefined, jvp_rules,
+                       nonzero, transpose_rules)
+from fnad.core import get_aval as _get_aval
+from fnad.primitives._util import (ANY, COMPLEX, FLOAT, INEXACT, INT, NUM, add_tangents,
+                                   check_kind, naryop_abstract_eval, no_tangent_jvp,
+                                   promote_scalars, unop_abstract_eval)
+
+
+def _unbroadcast(ct, aval: ShapedArray):
+    """A cotangent for an operand that was broadcast from a scalar: sum it back."""
+    from fnad.primitives.reductions import reduce_sum
+    if ct is None or np.shape(ct) == aval.shape:
+        return ct
+    return reduce_sum(ct, axes=tuple(range(np.ndim(ct))))
+
+
+def _aval(x) -> ShapedArray:
+    return x.aval if is_undefined(x) else _get_aval(x)
+
+
+# ---- add ----------------------------------------------------------------------------
+add_p = Primitive("add")
+def add(x, y): return add_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[add_p] = naryop_abstract_eval("add", NUM)
+def add_jvp(primals, tangents):                        # d(x + y) = dx + dy
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return add(x, y), add_tangents(x_dot, y_dot)
+jvp_rules[add_p] = add_jvp
+def add_transpose(ct, x, y):                           # x̄ = ct, ȳ = ct
+    return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
+            _unbroadcast(ct, _aval(y)) if is_undefined(y) else None]
+transpose_rules[add_p] = add_transpose
+
+# ---- add_any: the sum of two tangents (what AD accumulates with) --------------------
+add_any_p = Primitive("add_any")
+def add_any(x, y): return add_any_p.bind(x, y)
+
+abstract_eval_rules[add_any_p] = naryop_abstract_eval("add_any", NUM)
+def add_any_jvp(primals, tangents):
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return add_any(x, y), add_tangents(x_dot, y_dot)
+jvp_rules[add_any_p] = add_any_jvp
+transpose_rules[add_any_p] = add_transpose
+
+# ---- sub ----------------------------------------------------------------------------
+sub_p = Primitive("sub")
+def sub(x, y): return sub_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[sub_p] = naryop_abstract_eval("sub", NUM)
+def sub_jvp(primals, tangents):                        # d(x - y) = dx - dy
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return sub(x, y), add_tangents(x_dot, neg(y_dot) if nonzero(y_dot) else None)
+jvp_rules[sub_p] = sub_jvp
+def sub_transpose(ct, x, y):                           # x̄ = ct, ȳ = -ct
+    return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
+            _unbroadcast(neg(ct), _aval(y)) if is_undefined(y) else None]
+transpose_rules[sub_p] = sub_transpose
+
+# ---- mul ----------------------------------------------------------------------------
+mul_p = Primitive("mul")
+def mul(x, y): return mul_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[mul_p] = naryop_abstract_eval("mul", NUM)
+def mul_jvp(primals, tangents):                        # d(x·y) = dx·y + x·dy
+    (x, y), (x_dot, y_dot) = primals, tangents
+    return mul(x, y), add_tangents(mul(x_dot, y) if nonzero(x_dot) else None,
+                                   mul(x, y_dot) if nonzero(y_dot) else None)
+jvp_rules[mul_p] = mul_jvp
+def mul_transpose(ct, x, y):                           # linear in one operand: x̄ = ct·y
+    if is_undefined(x):
+        return [_unbroadcast(mul(ct, y), x.aval), None]
+    return [None, _unbroadcast(mul(x, ct), y.aval)]
+transpose_rules[mul_p] = mul_transpose
+
+# ---- div ----------------------------------------------------------------------------
+div_p = Primitive("div")
+def div(x, y): return div_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[div_p] = naryop_abstract_eval("div", NUM)
+def div_jvp(primals, tangents):                        # d(x/y) = dx/y - (x/y)·dy/y
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = div(x, y)
+    return out, add_tangents(div(x_dot, y) if nonzero(x_dot) else None,
+                             neg(mul(out, div(y_dot, y))) if nonzero(y_dot) else None)
+jvp_rules[div_p] = div_jvp
+def div_transpose(ct, x, y):                           # linear in x only: x̄ = ct / y
+    if not is_undefined(x) or is_undefined(y):
+        raise ValueError("div is linear only in its first operand")
+    return [_unbroadcast(div(ct, y), x.aval), None]
+transpose_rules[div_p] = div_transpose
+
+# ---- neg ----------------------------------------------------------------------------
+neg_p = Primitive("neg")
+def neg(x): return neg_p.bind(x)
+
+abstract_eval_rules[neg_p] = unop_abstract_eval("neg", NUM)
+def neg_jvp(primals, tangents):                        # d(-x) = -dx
+    return neg(primals[0]), neg(tangents[0])
+jvp_rules[neg_p] = neg_jvp
+transpose_rules[neg_p] = lambda ct, x: [neg(ct)]       # x̄ = -ct
+
+# ---- rem (C fmod semantics: the result has the sign of x) -----------------------------
+rem_p = Primitive("rem")
+def rem(x, y): return rem_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[rem_p] = naryop_abstract_eval("rem", (INT, FLOAT))
+def rem_jvp(primals, tangents):                        # x - y·trunc(x/y): dx - trunc(x/y)·dy
+    (x, y), (x_dot, y_dot) = primals, tangents
+    q = div(x, y)
+    trunc_q = mul(sign(q), floor(abs(q)))
+    return rem(x, y), add_tangents(x_dot if nonzero(x_dot) else None,
+                                   neg(mul(y_dot, trunc_q)) if nonzero(y_dot) else None)
+jvp_rules[rem_p] = rem_jvp
+
+# ---- pow ----------------------------------------------------------------------------
+pow_p = Primitive("pow")
+def pow(x, y): return pow_p.bind(*promote_scalars(x, y))  # noqa: A001  (lax.pow)
+
+abstract_eval_rules[pow_p] = naryop_abstract_eval("pow", INEXACT)
+def pow_jvp(primals, tangents):                        # d(x^y) = y·x^(y-1)·dx + log(x)·x^y·dy
+    from fnad.primitives.logic import eq, select_n
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = pow(x, y)
+    t_x = t_y = None
+    if nonzero(x_dot):
+        y_zero = eq(y, 0)                              # x^0 = 1 everywhere: its slope is 0
+        safe_y = select_n(y_zero, y, 1)
+        t_x = mul(x_dot, select_n(y_zero, mul(safe_y, pow(x, sub(safe_y, 1))), 0))
+    if nonzero(y_dot):
+        safe_x = select_n(eq(x, 0), x, 1)              # log(0)·0^y: take 0, not nan
+        t_y = mul(y_dot, mul(log(safe_x), out))
+    return out, add_tangents(t_x, t_y)
+jvp_rules[pow_p] = pow_jvp
+
+# ---- integer_pow: x ** y for a static integer y ----------------------------------------
+integer_pow_p = Primitive("integer_pow")
+def integer_pow(x, y: int): return integer_pow_p.bind(x, y=int(y))
+
+def integer_pow_abstract_eval(x, *, y):
+    check_kind("integer_pow", x, NUM)
+    if y < 0 and x.dtype.kind in "iub":
+        raise ValueError(f"integer_pow: negative exponent {y} of an integer array")
+    return x
+abstract_eval_rules[integer_pow_p] = integer_pow_abstract_eval
+def integer_pow_jvp(primals, tangents, *, y):          # d(x^y) = y·x^(y-1)·dx
+    (x,), (x_dot,) = primals, tangents
+    if y == 0:
+        return integer_pow(x, 0), None
+    slope = mul(integer_pow(x, y - 1), float(y)) if y != 1 else None
+    return integer_pow(x, y), x_dot if slope is None else mul(x_dot, slope)
+jvp_rules[integer_pow_p] = integer_pow_jvp
+
+# ---- square -------------------------------------------------------------------------
+square_p = Primitive("square")
+def square(x): return square_p.bind(x)
+
+abstract_eval_rules[square_p] = unop_abstract_eval("square", NUM)
+def square_jvp(primals, tangents):                     # d(x²) = 2x·dx
+    (x,), (x_dot,) = primals, tangents
+    return square(x), mul(x_dot, mul(x, 2.0))
+jvp_rules[square_p] = square_jvp
+
+# ---- max / min (ties split the tangent evenly, as JAX) --------------------------------
+max_p = Primitive("max")
+def max(x, y): return max_p.bind(*promote_scalars(x, y))  # noqa: A001  (lax.max)
+
+abstract_eval_rules[max_p] = naryop_abstract_eval("max", ANY)
+def _minmax_jvp(prim, cmp):
+    from fnad.primitives.logic import convert_element_type, eq
+    def rule(primals, tangents):                       # dx where x wins, dy where y wins
+        (x, y), (x_dot, y_dot) = primals, tangents
+        out = prim.bind(x, y)
+        dt = _get_aval(out).dtype
+        half_tie = mul(convert_element_type(eq(x, y), dt), 0.5)
+        x_wins = add(convert_element_type(cmp(x, y), dt), half_tie)
+        y_wins = add(convert_element_type(cmp(y, x), dt), half_tie)
+        return out, add_tangents(mul(x_dot, x_wins) if nonzero(x_dot) else None,
+                                 mul(y_dot, y_wins) if nonzero(y_dot) else None)
+    return rule
+def max_jvp(primals, tangents):
+    from fnad.primitives.logic import gt
+    return _minmax_jvp(max_p, gt)(primals, tangents)
+jvp_rules[max_p] = max_jvp
+
+min_p = Primitive("min")
+def min(x, y): return min_p.bind(*promote_scalars(x, y))  # noqa: A001  (lax.min)
+
+abstract_eval_rules[min_p] = naryop_abstract_eval("min", ANY)
+def min_jvp(primals, tangents):
+    from fnad.primitives.logic import lt
+    return _minmax_jvp(min_p, lt)(primals, tangents)
+jvp_rules[min_p] = min_jvp
+
+# ---- abs, sign, floor, ceil, round --------------------------------------------------------
+abs_p = Primitive("abs")
+def abs(x): return abs_p.bind(x)  # noqa: A001  (lax.abs)
+
+def abs_abstract_eval(x):
+    check_kind("abs", x, NUM)
+    if x.dtype.kind == "c":
+        return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
+    return x
+abstract_eval_rules[abs_p] = abs_abstract_eval
+def abs_jvp(primals, tangents):                        # d|x| = sign(x)·dx; Re(conj(x)·dx)/|x|
+    (x,), (x_dot,) = primals, tangents
+    out = abs(x)
+    if _get_aval(x).dtype.kind != "c":
+        return out, mul(x_dot, sign(x))
+    from fnad.primitives.logic import eq, select_n
+    safe = select_n(eq(out, 0), out, 1)
+    return out, div(real(mul(conj(x), x_dot)), safe)
+jvp_rules[abs_p] = abs_jvp
+
+sign_p = Primitive("sign")
+def sign(x): return sign_p.bind(x)
+
+abstract_eval_rules[sign_p] = unop_abstract_eval("sign", NUM)
+jvp_rules[sign_p] = no_tangent_jvp(sign_p)
+
+floor_p = Primitive("floor")
+def floor(x): return floor_p.bind(x)
+
+abstract_eval_rules[floor_p] = unop_abstract_eval("floor", (FLOAT,))
+jvp_rules[floor_p] = no_tangent_jvp(floor_p)
+
+ceil_p = Primitive("ceil")
+def ceil(x): return ceil_p.bind(x)
+
+abstract_eval_rules[ceil_p] = unop_abstract_eval("ceil", (FLOAT,))
+jvp_rules[ceil_p] = no_tangent_jvp(ceil_p)
+
+round_p = Primitive("round")
+AWAY_FROM_ZERO, TO_NEAREST_EVEN = 0, 1                 # lax.RoundingMethod values
+def round(x, rounding_method: int = AWAY_FROM_ZERO):  # noqa: A001  (lax.round)
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+abstract_eval_rules[round_p] = unop_abstract_eval("round", (FLOAT,))
+jvp_rules[round_p] = no_tangent_jvp(round_p)
+
+# ---- exp, exp2, log, log1p, expm1 --------------------------------------------------------
+exp_p = Primitive("exp")
+def exp(x): return exp_p.bind(x)
+
+abstract_eval_rules[exp_p] = unop_abstract_eval("exp", INEXACT)
+def exp_jvp(primals, tangents):                        # d eˣ = eˣ dx
+    (x,), (x_dot,) = primals, tangents
+    y = exp(x)
+    return y, mul(x_dot, y)
+jvp_rules[exp_p] = exp_jvp
+
+exp2_p = Primitive("exp2")
+def exp2(x): return exp2_p.bind(x)
+
+abstract_eval_rules[exp2_p] = unop_abstract_eval("exp2", INEXACT)
+def exp2_jvp(primals, tangents):                       # d 2ˣ = 2ˣ·ln 2 dx
+    (x,), (x_dot,) = primals, tangents
+    y = exp2(x)
+    return y, mul(x_dot, mul(y, math.log(2.0)))
+jvp_rules[exp2_p] = exp2_jvp
+
+log_p = Primitive("log")
+def log(x): return log_p.bind(x)
+
+abstract_eval_rules[log_p] = unop_abstract_eval("log", INEXACT)
+def log_jvp(primals, tangents):                        # d ln x = dx / x
+    (x,), (x_dot,) = primals, tangents
+    return log(x), div(x_dot, x)
+jvp_rules[log_p] = log_jvp
+
+log1p_p = Primitive("log1p")
+def log1p(x): return log1p_p.bind(x)
+
+abstract_eval_rules[log1p_p] = unop_abstract_eval("log1p", INEXACT)
+def log1p_jvp(primals, tangents):                      # d ln(1+x) = dx / (1+x)
+    (x,), (x_dot,) = primals, tangents
+    return log1p(x), div(x_dot, add(x, 1.0))
+jvp_rules[log1p_p] = log1p_jvp
+
+expm1_p = Primitive("expm1")
+def expm1(x): return expm1_p.bind(x)
+
+abstract_eval_rules[expm1_p] = unop_abstract_eval("expm1", INEXACT)
+def expm1_jvp(primals, tangents):                      # d(eˣ-1) = (y+1) dx
+    (x,), (x_dot,) = primals, tangents
+    y = expm1(x)
+    return y, mul(x_dot, add(y, 1.0))
+jvp_rules[expm1_p] = expm1_jvp
+
+# ---- tanh, logistic -------------------------------------------------------------------
+tanh_p = Primitive("tanh")
+def tanh(x): return tanh_p.bind(x)
+
+abstract_eval_rules[tanh_p] = unop_abstract_eval("tanh", INEXACT)
+def tanh_jvp(primals, tangents):                       # d tanh x = (1 - y²) dx
+    (x,), (x_dot,) = primals, tangents
+    y = tanh(x)
+    return y, mul(x_dot, sub(1.0, square(y)))
+jvp_rules[tanh_p] = tanh_jvp
+
+logistic_p = Primitive("logistic")
+def logistic(x): return logistic_p.bind(x)
+
+abstract_eval_rules[logistic_p] = unop_abstract_eval("logistic", INEXACT)
+def logistic_jvp(primals, tangents):                   # dσ = σ(1-σ) dx
+    (x,), (x_dot,) = primals, tangents
+    y = logistic(x)
+    return y, mul(x_dot, mul(y, sub(1.0, y)))
+jvp_rules[logistic_p] = logistic_jvp
+
+# ---- sqrt, rsqrt, cbrt -------------------------------------------------------------------
+sqrt_p = Primitive("sqrt")
+def sqrt(x): return sqrt_p.bind(x)
+
+abstract_eval_rules[sqrt_p] = unop_abstract_eval("sqrt", INEXACT)
+def sqrt_jvp(primals, tangents):                       # d√x = dx / (2√x)
+    (x,), (x_dot,) = primals, tangents
+    y = sqrt(x)
+    return y, div(x_dot, mul(y, 2.0))
+jvp_rules[sqrt_p] = sqrt_jvp
+
+rsqrt_p = Primitive("rsqrt")
+def rsqrt(x): return rsqrt_p.bind(x)
+
+abstract_eval_rules[rsqrt_p] = unop_abstract_eval("rsqrt", INEXACT)
+def rsqrt_jvp(primals, tangents):                      # d x^(-1/2) = -y/(2x) dx
+    (x,), (x_dot,) = primals, tangents
+    y = rsqrt(x)
+    return y, mul(x_dot, mul(div(y, x), -0.5))
+jvp_rules[rsqrt_p] = rsqrt_jvp
+
+cbrt_p = Primitive("cbrt")
+def cbrt(x): return cbrt_p.bind(x)
+
+abstract_eval_rules[cbrt_p] = unop_abstract_eval("cbrt", (FLOAT,))
+def cbrt_jvp(primals, tangents):                       # d x^(1/3) = dx / (3 y²)
+    (x,), (x_dot,) = primals, tangents
+    y = cbrt(x)
+    return y, div(x_dot, mul(square(y), 3.0))
+jvp_rules[cbrt_p] = cbrt_jvp
+
+# ---- trigonometric and hyperbolic -----------------------------------------------------------
+sin_p = Primitive("sin")
+def sin(x): return sin_p.bind(x)
+
+abstract_eval_rules[sin_p] = unop_abstract_eval("sin", INEXACT)
+def sin_jvp(primals, tangents):                        # d sin x = cos x dx
+    (x,), (x_dot,) = primals, tangents
+    return sin(x), mul(x_dot, cos(x))
+jvp_rules[sin_p] = sin_jvp
+
+cos_p = Primitive("cos")
+def cos(x): return cos_p.bind(x)
+
+abstract_eval_rules[cos_p] = unop_abstract_eval("cos", INEXACT)
+def cos_jvp(primals, tangents):                        # d cos x = -sin x dx
+    (x,), (x_dot,) = primals, tangents
+    return cos(x), mul(x_dot, neg(sin(x)))
+jvp_rules[cos_p] = cos_jvp
+
+tan_p = Primitive("tan")
+def tan(x): return tan_p.bind(x)
+
+abstract_eval_rules[tan_p] = unop_abstract_eval("tan", INEXACT)
+def tan_jvp(primals, tangents):                        # d tan x = (1 + y²) dx
+    (x,), (x_dot,) = primals, tangents
+    y = tan(x)
+    return y, mul(x_dot, add(square(y), 1.0))
+jvp_rules[tan_p] = tan_jvp
+
+asin_p = Primitive("asin")
+def asin(x): return asin_p.bind(x)
+
+abstract_eval_rules[asin_p] = unop_abstract_eval("asin", INEXACT)
+def asin_jvp(primals, tangents):                       # d asin x = dx / √(1-x²)
+    (x,), (x_dot,) = primals, tangents
+    return asin(x), mul(x_dot, rsqrt(sub(1.0, square(x))))
+jvp_rules[asin_p] = asin_jvp
+
+acos_p = Primitive("acos")
+def acos(x): return acos_p.bind(x)
+
+abstract_eval_rules[acos_p] = unop_abstract_eval("acos", INEXACT)
+def acos_jvp(primals, tangents):                       # d acos x = -dx / √(1-x²)
+    (x,), (x_dot,) = primals, tangents
+    return acos(x), neg(mul(x_dot, rsqrt(sub(1.0, square(x)))))
+jvp_rules[acos_p] = acos_jvp
+
+atan_p = Primitive("atan")
+def atan(x): return atan_p.bind(x)
+
+abstract_eval_rules[atan_p] = unop_abstract_eval("atan", INEXACT)
+def atan_jvp(primals, tangents):                       # d atan x = dx / (1+x²)
+    (x,), (x_dot,) = primals, tangents
+    return atan(x), div(x_dot, add(square(x), 1.0))
+jvp_rules[atan_p] = atan_jvp
+
+atan2_p = Primitive("atan2")
+def atan2(x, y): return atan2_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[atan2_p] = naryop_abstract_eval("atan2", (FLOAT,))
+def atan2_jvp(primals, tangents):                      # d atan2(x,y) = (y dx - x dy)/(x²+y²)
+    (x, y), (x_dot, y_dot) = primals, tangents
+    denom = add(square(x), square(y))
+    return atan2(x, y), add_tangents(mul(x_dot, div(y, denom)) if nonzero(x_dot) else None,
+                                     mul(y_dot, neg(div(x, denom))) if nonzero(y_dot) else None)
+jvp_rules[atan2_p] = atan2_jvp
+
+sinh_p = Primitive("sinh")
+def sinh(x): return sinh_p.bind(x)
+
+abstract_eval_rules[sinh_p] = unop_abstract_eval("sinh", INEXACT)
+def sinh_jvp(primals, tangents):                       # d sinh x = cosh x dx
+    (x,), (x_dot,) = primals, tangents
+    return sinh(x), mul(x_dot, cosh(x))
+jvp_rules[sinh_p] = sinh_jvp
+
+cosh_p = Primitive("cosh")
+def cosh(x): return cosh_p.bind(x)
+
+abstract_eval_rules[cosh_p] = unop_abstract_eval("cosh", INEXACT)
+def cosh_jvp(primals, tangents):                       # d cosh x = sinh x dx
+    (x,), (x_dot,) = primals, tangents
+    return cosh(x), mul(x_dot, sinh(x))
+jvp_rules[cosh_p] = cosh_jvp
+
+asinh_p = Primitive("asinh")
+def asinh(x): return asinh_p.bind(x)
+
+abstract_eval_rules[asinh_p] = unop_abstract_eval("asinh", INEXACT)
+def asinh_jvp(primals, tangents):                      # d asinh x = dx / √(x²+1)
+    (x,), (x_dot,) = primals, tangents
+    return asinh(x), mul(x_dot, rsqrt(add(square(x), 1.0)))
+jvp_rules[asinh_p] = asinh_jvp
+
+acosh_p = Primitive("acosh")
+def acosh(x): return acosh_p.bind(x)
+
+abstract_eval_rules[acosh_p] = unop_abstract_eval("acosh", INEXACT)
+def acosh_jvp(primals, tangents):                      # d acosh x = dx / √(x²-1)
+    (x,), (x_dot,) = primals, tangents
+    return acosh(x), mul(x_dot, rsqrt(sub(square(x), 1.0)))
+jvp_rules[acosh_p] = acosh_jvp
+
+atanh_p = Primitive("atanh")
+def atanh(x): return atanh_p.bind(x)
+
+abstract_eval_rules[atanh_p] = unop_abstract_eval("atanh", INEXACT)
+def atanh_jvp(primals, tangents):                      # d atanh x = dx / (1-x²)
+    (x,), (x_dot,) = primals, tangents
+    return atanh(x), div(x_dot, sub(1.0, square(x)))
+jvp_rules[atanh_p] = atanh_jvp
+
+# ---- erf family ---------------------------------------------------------------------------
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+erf_p = Primitive("erf")
+def erf(x): return erf_p.bind(x)
+
+abstract_eval_rules[erf_p] = unop_abstract_eval("erf", (FLOAT,))
+def erf_jvp(primals, tangents):                        # d erf x = 2/√π·e^(-x²) dx
+    (x,), (x_dot,) = primals, tangents
+    return erf(x), mul(x_dot, mul(exp(neg(square(x))), _TWO_OVER_SQRT_PI))
+jvp_rules[erf_p] = erf_jvp
+
+erfc_p = Primitive("erfc")
+def erfc(x): return erfc_p.bind(x)
+
+abstract_eval_rules[erfc_p] = unop_abstract_eval("erfc", (FLOAT,))
+def erfc_jvp(primals, tangents):                       # d erfc x = -2/√π·e^(-x²) dx
+    (x,), (x_dot,) = primals, tangents
+    return erfc(x), mul(x_dot, mul(exp(neg(square(x))), -_TWO_OVER_SQRT_PI))
+jvp_rules[erfc_p] = erfc_jvp
+
+erf_inv_p = Primitive("erf_inv")
+def erf_inv(x): return erf_inv_p.bind(x)
+
+abstract_eval_rules[erf_inv_p] = unop_abstract_eval("erf_inv", (FLOAT,))
+def erf_inv_jvp(primals, tangents):                    # d erf⁻¹ x = √π/2·e^(y²) dx
+    (x,), (x_dot,) = primals, tangents
+    y = erf_inv(x)
+    return y, mul(x_dot, mul(exp(square(y)), 1.0 / _TWO_OVER_SQRT_PI))
+jvp_rules[erf_inv_p] = erf_inv_jvp
+
+# ---- complex parts -------------------------------------------------------------------------
+real_p = Primitive("real")
+def real(x): return real_p.bind(x)
+
+def _complex_part_abstract_eval(name):
+    def rule(x):
+        check_kind(name, x, (COMPLEX,))
+        return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
+    return rule
+abstract_eval_rules[real_p] = _complex_part_abstract_eval("real")
+jvp_rules[real_p] = lambda primals, tangents: (real(primals[0]), real(tangents[0]))
+transpose_rules[real_p] = lambda ct, x: [complex(ct, mul(ct, 0.0))]      # x̄ = ct + 0i
+
+imag_p = Primitive("imag")
+def imag(x): return imag_p.bind(x)
+
+abstract_eval_rules[imag_p] = _complex_part_abstract_eval("imag")
+jvp_rules[imag_p] = lambda primals, tangents: (imag(primals[0]), imag(tangents[0]))
+transpose_rules[imag_p] = lambda ct, x: [complex(mul(ct, 0.0), neg(ct))]  # x̄ = -i·ct
+
+complex_p = Primitive("complex")
+def complex(x, y): return complex_p.bind(*promote_scalars(x, y))  # noqa: A001
+
+def complex_abstract_eval(x, y):
+    out = naryop_abstract_eval("complex", (FLOAT,))(x, y)
+    if out.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"complex: operands must be float32 or float64, got {out.dtype.name}")
+    cdt = np.complex64 if out.dtype == np.float32 else np.complex128
+    return ShapedArray(out.shape, cdt, out.weak_type)
+abstract_eval_rules[complex_p] = complex_abstract_eval
+def complex_jvp(primals, tangents):                    # d(x + iy) = dx + i dy
+    from fnad.primitives.shape_ops import full
+    (x, y), (x_dot, y_dot) = primals, tangents
+    out = complex(x, y)
+    shape = _get_aval(out).shape
+    fdt = _get_aval(x).dtype
+    xd = x_dot if nonzero(x_dot) else full(shape, 0, fdt)
+    yd = y_dot if nonzero(y_dot) else full(shape, 0, fdt)
+    return out, complex(xd, yd)
+jvp_rules[complex_p] = complex_jvp
+def complex_transpose(ct, x, y):                       # x̄ = Re ct, ȳ = -Im ct (JAX's rule)
+    return [_unbroadcast(real(ct), _aval(x)) if is_undefined(x) else None,
+            _unbroadcast(neg(imag(ct)), _aval(y)) if is_undefined(y) else None]
+transpose_rules[complex_p] = complex_transpose
+
+conj_p = Primitive("conj")
+def conj(x): return conj_p.bind(x)
+
+abstract_eval_rules[conj_p] = unop_abstract_eval("conj", (COMPLEX,))
+jvp_rules[conj_p] = lambda primals, tangents: (conj(primals[0]), conj(tangents[0]))
+transpose_rules[conj_p] = lambda ct, x: [conj(ct)]    # x̄ = conj(ct)

@@ -1,0 +1,214 @@
+"""Comparison, logical/bitwise, selection and conversion primitives.
+
+Comparisons and bitwise ops have no tangent (their outputs are boolean or
+integer); `select_n` and `convert_element_type` (between float types) are linear
+and carry transpose rules. `stop_gradient` is the identity with a zero tangent.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from fnad import dtypes
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
+                       jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.primitives._util import (ANY, BOOL, FLOAT, INT, ORDERED, add_tangents, broadcast_shapes,
+                                   check_kind, naryop_abstract_eval, no_tangent_jvp,
+                                   promote_scalars, unop_abstract_eval)
+
+# ---- comparisons ---------------------------------------------------------------------
+eq_p = Primitive("eq")
+def eq(x, y): return eq_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[eq_p] = naryop_abstract_eval("eq", ANY, result_dtype=np.bool_)
+jvp_rules[eq_p] = no_tangent_jvp(eq_p)
+
+ne_p = Primitive("ne")
+def ne(x, y): return ne_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[ne_p] = naryop_abstract_eval("ne", ANY, result_dtype=np.bool_)
+jvp_rules[ne_p] = no_tangent_jvp(ne_p)
+
+lt_p = Primitive("lt")
+def lt(x, y): return lt_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[lt_p] = naryop_abstract_eval("lt", ORDERED, result_dtype=np.bool_)
+jvp_rules[lt_p] = no_tangent_jvp(lt_p)
+
+le_p = Primitive("le")
+def le(x, y): return le_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[le_p] = naryop_abstract_eval("le", ORDERED, result_dtype=np.bool_)
+jvp_rules[le_p] = no_tangent_jvp(le_p)
+
+gt_p = Primitive("gt")
+def gt(x, y): return gt_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[gt_p] = naryop_abstract_eval("gt", ORDERED, result_dtype=np.bool_)
+jvp_rules[gt_p] = no_tangent_jvp(gt_p)
+
+ge_p = Primitive("ge")
+def ge(x, y): return ge_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[ge_p] = naryop_abstract_eval("ge", ORDERED, result_dtype=np.bool_)
+jvp_rules[ge_p] = no_tangent_jvp(ge_p)
+
+is_finite_p = Primitive("is_finite")
+def is_finite(x): return is_finite_p.bind(x)
+
+abstract_eval_rules[is_finite_p] = unop_abstract_eval("is_finite", (FLOAT,), np.bool_)
+jvp_rules[is_finite_p] = no_tangent_jvp(is_finite_p)
+
+# ---- logical and bitwise (booleans: logical; integers: bitwise) -------------------------
+and_p = Primitive("and")
+def bitwise_and(x, y): return and_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[and_p] = naryop_abstract_eval("and", (BOOL, INT))
+jvp_rules[and_p] = no_tangent_jvp(and_p)
+
+or_p = Primitive("or")
+def bitwise_or(x, y): return or_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[or_p] = naryop_abstract_eval("or", (BOOL, INT))
+jvp_rules[or_p] = no_tangent_jvp(or_p)
+
+xor_p = Primitive("xor")
+def bitwise_xor(x, y): return xor_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[xor_p] = naryop_abstract_eval("xor", (BOOL, INT))
+jvp_rules[xor_p] = no_tangent_jvp(xor_p)
+
+not_p = Primitive("not")
+def bitwise_not(x): return not_p.bind(x)
+
+abstract_eval_rules[not_p] = unop_abstract_eval("not", (BOOL, INT))
+jvp_rules[not_p] = no_tangent_jvp(not_p)
+
+shift_left_p = Primitive("shift_left")
+def shift_left(x, y): return shift_left_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[shift_left_p] = naryop_abstract_eval("shift_left", (INT,))
+jvp_rules[shift_left_p] = no_tangent_jvp(shift_left_p)
+
+shift_right_arithmetic_p = Primitive("shift_right_arithmetic")
+def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[shift_right_arithmetic_p] = naryop_abstract_eval(
+    "shift_right_arithmetic", (INT,))
+jvp_rules[shift_right_arithmetic_p] = no_tangent_jvp(shift_right_arithmetic_p)
+
+shift_right_logical_p = Primitive("shift_right_logical")
+def shift_right_logical(x, y): return shift_right_logical_p.bind(*promote_scalars(x, y))
+
+abstract_eval_rules[shift_right_logical_p] = naryop_abstract_eval("shift_right_logical", (INT,))
+jvp_rules[shift_right_logical_p] = no_tangent_jvp(shift_right_logical_p)
+
+population_count_p = Primitive("population_count")
+def population_count(x): return population_count_p.bind(x)
+
+abstract_eval_rules[population_count_p] = unop_abstract_eval("population_count", (INT,))
+jvp_rules[population_count_p] = no_tangent_jvp(population_count_p)
+
+# ---- select_n: out = cases[which] elementwise ------------------------------------------
+select_n_p = Primitive("select_n")
+def select_n(which, *cases):
+    """cases[which] elementwise; `which` is bool (2 cases) or int32 (n cases)."""
+    return select_n_p.bind(which, *promote_scalars(*cases))
+
+def select_n_abstract_eval(which, *cases):
+    if not cases:
+        raise shape_error("select_n", "needs at least one case")
+    if which.dtype != np.bool_ and which.dtype.kind not in "iu":
+        raise shape_error("select_n", f"`which` must be bool or integer, got {which.dtype.name}")
+    if which.dtype == np.bool_ and len(cases) > 2:
+        raise shape_error("select_n", f"a boolean `which` selects between at most 2 cases, "
+                                      f"got {len(cases)}")
+    if any(c.dtype != cases[0].dtype for c in cases):
+        raise shape_error("select_n", "cases must have the same dtypes, got "
+                                      + ", ".join(c.dtype.name for c in cases))
+    shape = broadcast_shapes("select_n", which, *cases)
+    return ShapedArray(shape, cases[0].dtype, all(c.weak_type for c in cases))
+abstract_eval_rules[select_n_p] = select_n_abstract_eval
+def select_n_jvp(primals, tangents):                   # d cases[w] = case_dots[w]
+    from fnad.primitives.shape_ops import full
+    which, *cases = primals
+    out = select_n(which, *cases)
+    aval = get_aval(out)
+    if not dtypes.is_inexact(aval.dtype):
+        return out, None
+    dots = [t if nonzero(t) else full(get_aval(c).shape, 0, aval.dtype)
+            for c, t in zip(cases, tangents[1:])]
+    return out, select_n(which, *dots)
+jvp_rules[select_n_p] = select_n_jvp
+def select_n_transpose(ct, which, *cases):             # case ī = ct where which == i, else 0
+    from fnad.primitives.elementwise import _unbroadcast
+    from fnad.primitives.shape_ops import full
+    if is_undefined(which):
+        raise ValueError("select_n is not linear in its predicate")
+    zeros = full(get_aval(ct).shape, 0, get_aval(ct).dtype)
+    cts = [None]
+    for i, c in enumerate(cases):
+        if not is_undefined(c):
+            cts.append(None)
+            continue
+        picks = [zeros] * len(cases)
+        picks[i] = ct
+        cts.append(_unbroadcast(select_n(which, *picks), c.aval))
+    return cts
+transpose_rules[select_n_p] = select_n_transpose
+
+# ---- clamp: min(max(x, lo), hi) --------------------------------------------------------
+clamp_p = Primitive("clamp")
+def clamp(lo, x, hi): return clamp_p.bind(*promote_scalars(lo, x, hi))
+
+abstract_eval_rules[clamp_p] = naryop_abstract_eval("clamp", ORDERED)
+def clamp_jvp(primals, tangents):                      # the tangent of whichever bound applies
+    from fnad.primitives.elementwise import mul
+    (lo, x, hi), (lo_dot, x_dot, hi_dot) = primals, tangents
+    out = clamp(lo, x, hi)
+    dt = get_aval(out).dtype
+    terms = []
+    if nonzero(lo_dot):
+        terms.append(mul(lo_dot, convert_element_type(gt(lo, x), dt)))
+    if nonzero(x_dot):
+        inside = bitwise_and(gt(x, lo), lt(x, hi))
+        terms.append(mul(x_dot, convert_element_type(inside, dt)))
+    if nonzero(hi_dot):
+        terms.append(mul(hi_dot, convert_element_type(lt(hi, x), dt)))
+    return out, add_tangents(*terms)
+jvp_rules[clamp_p] = clamp_jvp
+
+# ---- convert_element_type ------------------------------------------------------------------
+convert_element_type_p = Primitive("convert_element_type")
+def convert_element_type(x, new_dtype, weak_type: bool = False):
+    """x as `new_dtype` (canonicalized: 64-bit types need jax_enable_x64)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    return convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+def convert_element_type_abstract_eval(x, *, new_dtype, weak_type):
+    check_kind("convert_element_type", x, ANY)
+    return ShapedArray(x.shape, new_dtype, weak_type)
+abstract_eval_rules[convert_element_type_p] = convert_element_type_abstract_eval
+def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
+    (x,), (x_dot,) = primals, tangents                 # float -> float: d convert(x) = convert(dx)
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+    if not (dtypes.is_inexact(get_aval(x).dtype) and dtypes.is_inexact(new_dtype)):
+        return out, None
+    if dtypes.is_complex(get_aval(x).dtype) and not dtypes.is_complex(new_dtype):
+        from fnad.primitives.elementwise import real
+        x_dot = real(x_dot)
+    return out, convert_element_type_p.bind(x_dot, new_dtype=new_dtype, weak_type=weak_type)
+jvp_rules[convert_element_type_p] = convert_element_type_jvp
+def convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
+    old = x.aval.dtype                                 # x̄ = convert(ct) back to x's dtype
+    if dtypes.is_complex(new_dtype) and not dtypes.is_complex(old):
+        from fnad.primitives.elementwise import real
+        ct = real(ct)
+    return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
+transpose_rules[convert_element_type_p] = convert_element_type_transpose
+
+# ---- stop_gradient: identity whose tangent is zero -----------------------------------------
+stop_gradient_p = Primitive("stop_gradient")
+def stop_gradient(x): return stop_gradient_p.bind(x)
+
+abstract_eval_rules[stop_gradient_p] = unop_abstract_eval("stop_gradient", ANY)
+jvp_rules[stop_gradient_p] = no_tangent_jvp(stop_gradient_p)
