@@ -32,6 +32,57 @@ def _aval(x) -> ShapedArray:
     return x.aval if is_undefined(x) else _get_aval(x)
 
 
+
+__all__ = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "neg",
+    "rem",
+    "pow",
+    "integer_pow",
+    "square",
+    "max",
+    "min",
+    "abs",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "exp",
+    "exp2",
+    "log",
+    "log1p",
+    "expm1",
+    "tanh",
+    "logistic",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "erf",
+    "erfc",
+    "erf_inv",
+    "real",
+    "imag",
+    "complex",
+    "conj",
+    "AWAY_FROM_ZERO",
+    "TO_NEAREST_EVEN",
+]
+
 # ---- add ----------------------------------------------------------------------------
 add_p = Primitive("add")
 def add(x, y): return add_p.bind(*promote_scalars(x, y))

@@ -15,6 +15,29 @@ from fnad.primitives._util import (ANY, BOOL, FLOAT, INT, ORDERED, add_tangents,
                                    check_kind, naryop_abstract_eval, no_tangent_jvp,
                                    promote_scalars, unop_abstract_eval)
 
+
+__all__ = [
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "is_finite",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "bitwise_not",
+    "shift_left",
+    "shift_right_arithmetic",
+    "shift_right_logical",
+    "population_count",
+    "select_n",
+    "clamp",
+    "convert_element_type",
+    "stop_gradient",
+]
+
 # ---- comparisons ---------------------------------------------------------------------
 eq_p = Primitive("eq")
 def eq(x, y): return eq_p.bind(*promote_scalars(x, y))

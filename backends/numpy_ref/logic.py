@@ -71,7 +71,12 @@ impl_rules[lg.not_p] = np.invert
 impl_rules[lg.shift_left_p] = _shift_left
 impl_rules[lg.shift_right_arithmetic_p] = _shift_right_arithmetic
 impl_rules[lg.shift_right_logical_p] = _shift_right_logical
-impl_rules[lg.population_count_p] = lambda x: np.bitwise_count(x).astype(np.result_type(x))
+def _population_count(x):                              # bits of the two's complement pattern
+    dt = np.result_type(x)
+    return np.bitwise_count(np.asarray(x).view(f"u{dt.itemsize}")).astype(dt)
+
+
+impl_rules[lg.population_count_p] = _population_count
 impl_rules[lg.select_n_p] = _select_n
 impl_rules[lg.clamp_p] = lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)
 impl_rules[lg.convert_element_type_p] = quietly(_convert_element_type)

@@ -1,0 +1,132 @@
+"""Specs of the elementwise arithmetic and transcendental primitives."""
+import numpy as np
+from scipy import special
+
+from fnad import lax
+from fnad.primitives import elementwise as ew
+from specs import Arg, Spec
+
+f32, c64, i32 = np.float32, np.complex64, np.int32
+SHAPES = [(3, 4), ()]
+
+
+def unary(prim, ref, domain=(-2.0, 2.0), complex_too=False, linear=False, diff=None,
+          jax_name=None, **kw):
+    op = getattr(lax, prim.name)
+    jname = jax_name or prim.name
+    out = [Spec(prim, lambda x: op(x), ref, (Arg(s, f32, domain),),
+                jax_fun=lambda jax, x: getattr(jax.lax, jname)(x),
+                linear=(0,) if linear else (), diff=diff, name=f"f32{list(s)}", **kw)
+           for s in SHAPES]
+    if complex_too:
+        out.append(Spec(prim, lambda x: op(x), ref, (Arg((3,), c64, domain),),
+                        jax_fun=lambda jax, x: getattr(jax.lax, jname)(x),
+                        linear=(0,) if linear else (), diff=diff, name="c64", **kw))
+    return out
+
+
+def binary(prim, ref, dx=(-2.0, 2.0), dy=(-2.0, 2.0), complex_too=False, linear=(),
+           diff=None, ints=False, op=None, jax_name=None, **kw):
+    op = op or getattr(lax, prim.name)
+    jname = jax_name or prim.name
+    jfun = lambda jax, x, y: getattr(jax.lax, jname)(x, y)  # noqa: E731
+    out = [Spec(prim, lambda x, y: op(x, y), ref, (Arg((3, 4), f32, dx), Arg((3, 4), f32, dy)),
+                jax_fun=jfun, linear=linear, diff=diff, name="f32", **kw),
+           Spec(prim, lambda x, y: op(x, y), ref, (Arg((2, 3), f32, dx), Arg((), f32, dy)),
+                jax_fun=jfun, linear=linear, diff=diff, name="scalar-y", **kw),
+           Spec(prim, lambda x, y: op(x, y), ref, (Arg((), f32, dx), Arg((), f32, dy)),
+                jax_fun=jfun, linear=linear, diff=diff, name="rank0", **kw)]
+    if complex_too:
+        out.append(Spec(prim, lambda x, y: op(x, y), ref, (Arg((4,), c64, dx), Arg((4,), c64, dy)),
+                        jax_fun=jfun, linear=linear, diff=diff, name="c64", **kw))
+    if ints:
+        out.append(Spec(prim, lambda x, y: op(x, y), ref,
+                        (Arg((3, 4), i32, (-20, 20)), Arg((3, 4), i32, (1, 7))),
+                        jax_fun=jfun, diff=(), name="i32"))
+    return out
+
+
+def _trunc_div(x, y):
+    if np.result_type(x).kind == "i":
+        q = np.abs(x) // np.abs(y)
+        return (np.sign(x) * np.sign(y) * q).astype(np.result_type(x))
+    return x / y
+
+
+def _round_away(x):
+    return (np.sign(x) * np.floor(np.abs(x).astype(np.float64) + 0.5)).astype(x.dtype)
+
+
+SPECS = [
+    *binary(ew.add_p, np.add, complex_too=True, linear=(0, 1), ints=True),
+    *binary(ew.add_any_p, np.add, linear=(0, 1), op=ew.add_any, jax_name="add"),
+    *binary(ew.sub_p, np.subtract, complex_too=True, linear=(0, 1), ints=True),
+    *binary(ew.mul_p, np.multiply, complex_too=True, linear=(0, 1), ints=True),
+    *binary(ew.div_p, _trunc_div, dy=(0.5, 2.0), complex_too=True, linear=(0,), ints=True),
+    *binary(ew.rem_p, np.fmod, dx=(0.2, 3.0), dy=(3.5, 5.0), ints=True),
+    *binary(ew.pow_p, np.power, dx=(0.5, 2.0), dy=(-1.5, 1.5)),
+    Spec(ew.pow_p, lambda x, y: lax.pow(x, y), np.power, (Arg((4,), c64, (0.5, 1.5)),
+         Arg((4,), c64, (-1.0, 1.0))), jax_fun=lambda jax, x, y: jax.lax.pow(x, y), name="c64"),
+    *binary(ew.max_p, np.maximum, ints=True),
+    *binary(ew.min_p, np.minimum, ints=True),
+    *binary(ew.atan2_p, np.arctan2, dy=(0.5, 2.0)),
+    *binary(ew.complex_p, lambda x, y: x + 1j * y, linear=(0, 1)),
+    *unary(ew.neg_p, np.negative, complex_too=True, linear=True),
+    Spec(ew.neg_p, lambda x: lax.neg(x), np.negative, (Arg((5,), i32, (-9, 9)),),
+         jax_fun=lambda jax, x: jax.lax.neg(x), diff=(), name="i32"),
+    *unary(ew.exp_p, np.exp, complex_too=True),
+    *unary(ew.exp2_p, np.exp2),
+    *unary(ew.log_p, np.log, domain=(0.1, 3.0), complex_too=True),
+    *unary(ew.log1p_p, np.log1p, domain=(-0.5, 2.0), complex_too=True),
+    *unary(ew.expm1_p, np.expm1, complex_too=True),
+    *unary(ew.tanh_p, np.tanh, complex_too=True),
+    *unary(ew.logistic_p, special.expit, complex_too=False),
+    *unary(ew.sin_p, np.sin, complex_too=True),
+    *unary(ew.cos_p, np.cos, complex_too=True),
+    *unary(ew.tan_p, np.tan, domain=(-1.2, 1.2)),
+    *unary(ew.asin_p, np.arcsin, domain=(-0.9, 0.9)),
+    *unary(ew.acos_p, np.arccos, domain=(-0.9, 0.9)),
+    *unary(ew.atan_p, np.arctan),
+    *unary(ew.sinh_p, np.sinh),
+    *unary(ew.cosh_p, np.cosh),
+    *unary(ew.asinh_p, np.arcsinh),
+    *unary(ew.acosh_p, np.arccosh, domain=(1.1, 3.0)),
+    *unary(ew.atanh_p, np.arctanh, domain=(-0.9, 0.9)),
+    *unary(ew.sqrt_p, np.sqrt, domain=(0.1, 3.0), complex_too=True),
+    *unary(ew.rsqrt_p, lambda x: 1 / np.sqrt(x), domain=(0.1, 3.0)),
+    *unary(ew.cbrt_p, np.cbrt, domain=(0.2, 3.0)),
+    *unary(ew.erf_p, special.erf),
+    *unary(ew.erfc_p, special.erfc),
+    *unary(ew.erf_inv_p, special.erfinv, domain=(-0.9, 0.9), rtol=1e-4),
+    *unary(ew.square_p, np.square, complex_too=True),
+    *unary(ew.abs_p, np.abs, domain=(0.2, 2.0)),
+    Spec(ew.abs_p, lambda x: lax.abs(x), np.abs, (Arg((5,), f32, (-2.0, -0.2)),),
+         jax_fun=lambda jax, x: jax.lax.abs(x), name="negative"),
+    Spec(ew.abs_p, lambda x: lax.abs(x), np.abs, (Arg((4,), c64, (0.3, 2.0)),),
+         jax_fun=lambda jax, x: jax.lax.abs(x), name="c64"),
+    Spec(ew.abs_p, lambda x: lax.abs(x), np.abs, (Arg((5,), i32, (-9, 9)),),
+         jax_fun=lambda jax, x: jax.lax.abs(x), diff=(), name="i32"),
+    *unary(ew.sign_p, np.sign, diff=()),
+    *unary(ew.floor_p, np.floor, diff=()),
+    *unary(ew.ceil_p, np.ceil, diff=()),
+    Spec(ew.round_p, lambda x: lax.round(x), _round_away,
+         (Arg((9,), f32, lambda rng: np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49999997,
+                                                 -0.7, 3.2], f32)),),
+         jax_fun=lambda jax, x: jax.lax.round(x), diff=(), name="away"),
+    Spec(ew.round_p, lambda x: lax.round(x, lax.TO_NEAREST_EVEN), np.rint,
+         (Arg((6,), f32, lambda rng: np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], f32)),),
+         jax_fun=lambda jax, x: jax.lax.round(x, jax.lax.RoundingMethod.TO_NEAREST_EVEN),
+         diff=(), name="even"),
+    *[Spec(ew.integer_pow_p, lambda x, y=y: lax.integer_pow(x, y), lambda x, y=y: x ** y,
+           (Arg((3, 4), f32, (0.5, 2.0)),), jax_fun=lambda jax, x, y=y: jax.lax.integer_pow(x, y),
+           name=f"y{y}", rtol=1e-5) for y in (0, 1, 2, 3, -2)],
+    Spec(ew.integer_pow_p, lambda x: lax.integer_pow(x, 3), lambda x: x ** 3,
+         (Arg((5,), i32, (-5, 5)),), jax_fun=lambda jax, x: jax.lax.integer_pow(x, 3), diff=(),
+         name="i32"),
+    Spec(ew.real_p, lambda x: lax.real(x), np.real, (Arg((3, 2), c64),),
+         jax_fun=lambda jax, x: jax.lax.real(x), linear=(0,)),
+    Spec(ew.imag_p, lambda x: lax.imag(x), np.imag, (Arg((3, 2), c64),),
+         jax_fun=lambda jax, x: jax.lax.imag(x), linear=(0,)),
+    Spec(ew.conj_p, lambda x: lax.conj(x), np.conj, (Arg((3, 2), c64),),
+         jax_fun=lambda jax, x: jax.lax.conj(x), linear=(0,)),
+]

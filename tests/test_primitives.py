@@ -1,0 +1,297 @@
+"""The primitive spec table, run for every primitive (tests/specs/spec_*.py).
+
+For each Spec: the numpy-backend value against plain NumPy; abstract evaluation
+(eval_shape and the staged jaxpr's types) against the eager result; the JVP
+against central finite differences in float64; the dot-product test
+Re⟨ȳ, J·ẋ⟩ = Re⟨Jᵀ·ȳ, ẋ⟩ for each linear argument; and, where jax is installed,
+values and first and second derivatives against jax. Plus coverage: every
+registered primitive has specs, rules and an implementation on every backend.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+import specs as specs_pkg
+
+import fnad
+import fnad.lax
+from fnad import core, dtypes, tree_util
+from fnad.config import config
+from fnad.ir import typecheck_jaxpr
+
+
+def _load_specs():
+    out = []
+    for m in sorted(pkgutil.iter_modules(specs_pkg.__path__), key=lambda m: m.name):
+        if m.name.startswith("spec_"):
+            out += importlib.import_module(f"specs.{m.name}").SPECS
+    return out
+
+
+SPECS = _load_specs()
+_seen: dict[str, int] = {}
+IDS = []
+for _s in SPECS:
+    n = _seen.get(_s.id, 0)
+    _seen[_s.id] = n + 1
+    IDS.append(_s.id if n == 0 else f"{_s.id}#{n}")
+
+
+def _split(spec, args):
+    """A function of the non-static args only, and those args."""
+    dyn_idx = [i for i, a in enumerate(spec.args) if a.static is None]
+
+    def f(*dyn):
+        full = list(args)
+        for i, d in zip(dyn_idx, dyn):
+            full[i] = d
+        return spec.fun(*full)
+    return f, [args[i] for i in dyn_idx], dyn_idx
+
+
+def _draw(spec, seed=0):
+    rng = np.random.default_rng(seed)
+    return [a.draw(rng) for a in spec.args]
+
+
+def _leaves(x):
+    return [np.asarray(v) for v in tree_util.tree_leaves(x)]
+
+
+def _wide(x):
+    """float32/16 -> float64, complex64 -> complex128 (for finite differences)."""
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        return x.astype(np.complex128)
+    if dtypes.is_float(x.dtype):
+        return x.astype(np.float64)
+    return x
+
+
+def _diff_positions(spec, dyn_idx, dyn):
+    if spec.diff is not None:
+        return [dyn_idx.index(i) for i in spec.diff]
+    return [k for k, x in enumerate(dyn) if dtypes.is_inexact(np.asarray(x).dtype)]
+
+
+def _tangent_like(rng, x):
+    x = np.asarray(x)
+    t = rng.standard_normal(x.shape)
+    if x.dtype.kind == "c":
+        t = t + 1j * rng.standard_normal(x.shape)
+    return t.astype(x.dtype)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_value_matches_numpy(spec):
+    args = _draw(spec)
+    out = spec.fun(*args)
+    ref = spec.ref(*args)
+    outs, refs = _leaves(out), [np.asarray(r) for r in tree_util.tree_leaves(ref)]
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape, f"shape {o.shape} != NumPy's {r.shape}"
+        if o.dtype.kind in "biu" or o.dtype == np.bool_:
+            np.testing.assert_array_equal(o, r)
+        else:
+            np.testing.assert_allclose(o, r, rtol=spec.rtol, atol=spec.atol, equal_nan=True)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_abstract_eval_predicts_shape_and_dtype(spec):
+    args = _draw(spec)
+    f, dyn, _ = _split(spec, args)
+    outs = tree_util.tree_leaves(f(*dyn))
+    shapes = tree_util.tree_leaves(fnad.eval_shape(f, *dyn))
+    assert [(s.shape, s.dtype) for s in shapes] == [(o.shape, o.dtype) for o in outs]
+    closed = fnad.make_jaxpr(f)(*dyn)
+    typecheck_jaxpr(closed.jaxpr)
+    assert spec.prim in {e.primitive for e in closed.jaxpr.eqns}, \
+        f"{spec.prim} does not appear in the jaxpr of the spec's function:\n{closed}"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=IDS)
+def test_jvp_matches_finite_differences(spec):
+    rng = np.random.default_rng(1)
+    with config.override(jax_enable_x64=True):
+        args = [a if s.static is not None else _wide(a) for a, s in zip(_draw(spec), spec.args)]
+        f, dyn, dyn_idx = _split(spec, args)
+        pos = _diff_positions(spec, dyn_idx, dyn)
+        tangents = []
+        for k, x in enumerate(dyn):
+            x = np.asarray(x)
+            if not dtypes.is_inexact(x.dtype):
+                tangents.append(np.zeros(x.shape, dtypes.float0))
+            elif k in pos:
+                tangents.append(_tangent_like(rng, x))
+            else:
+                tangents.append(np.zeros_like(x))
+        y, y_dot = fnad.jvp(f, tuple(dyn), tuple(tangents))
+        if not pos:
+            for t in _leaves(y_dot):
+                assert t.dtype == dtypes.float0 or not np.any(t), "expected a zero tangent"
+            return
+        eps = spec.fd_eps
+        plus = [x + eps * t if k in pos else x for k, (x, t) in enumerate(zip(dyn, tangents))]
+        minus = [x - eps * t if k in pos else x for k, (x, t) in enumerate(zip(dyn, tangents))]
+        for yd, yp, ym in zip(_leaves(y_dot), _leaves(f(*plus)), _leaves(f(*minus))):
+            if not dtypes.is_inexact(yp.dtype):
+                continue
+            fd = (yp.astype(yd.dtype) - ym.astype(yd.dtype)) / (2 * eps)
+            np.testing.assert_allclose(yd, fd, rtol=spec.fd_rtol, atol=spec.fd_atol)
+
+
+LINEAR = [(s, i) for s in SPECS for i in s.linear]
+LINEAR_IDS = [f"{sid}-arg{i}" for s, sid in zip(SPECS, IDS) for i in s.linear]
+
+
+@pytest.mark.parametrize("spec,i", LINEAR, ids=LINEAR_IDS)
+def test_transpose_dot_product(spec, i):
+    rng = np.random.default_rng(2)
+    with config.override(jax_enable_x64=True):
+        args = [a if s.static is not None else _wide(a) for a, s in zip(_draw(spec), spec.args)]
+
+        def g(xi):
+            full = list(args)
+            full[i] = xi
+            return spec.fun(*full)
+
+        x_dot = _tangent_like(rng, args[i])
+        y, vjp_fn = fnad.vjp(g, args[i])
+        y_bar = tree_util.tree_map(lambda o: _tangent_like(rng, o), y)
+        (x_bar,) = vjp_fn(y_bar)
+        _, jx = fnad.jvp(g, (args[i],), (x_dot,))
+        lhs = sum(np.real(np.sum(np.asarray(a) * np.asarray(b)))
+                  for a, b in zip(tree_util.tree_leaves(y_bar), tree_util.tree_leaves(jx)))
+        rhs = np.real(np.sum(np.asarray(x_bar) * x_dot))
+        np.testing.assert_allclose(lhs, rhs, rtol=1e-9, atol=1e-9)
+
+
+# ---- against jax ---------------------------------------------------------------------------
+try:
+    import jax
+    import jax.numpy as jnp
+except ImportError:  # pragma: no cover - exercised only without the dev extra
+    jax = None
+
+needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
+JAX_SPECS = [(s, sid) for s, sid in zip(SPECS, IDS) if s.jax_fun is not None]
+
+
+@pytest.fixture
+def jax_x64():
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        with config.override(jax_enable_x64=True):
+            yield
+    finally:
+        jax.config.update("jax_enable_x64", old)
+
+
+def _scalarize(f, weights, xp):
+    """s(x) = Re Σ w·f(x) over the inexact outputs: one scalar to differentiate."""
+    def s(*xs):
+        terms = [xp.sum(xp.real(xp.multiply(o, w)))
+                 for w, o in zip(weights, tree_util.tree_leaves(f(*xs))) if w is not None]
+        total = terms[0]
+        for t in terms[1:]:
+            total = xp.add(total, t)
+        return total
+    return s
+
+
+class _LaxOps:
+    """sum/real/multiply from fnad.lax, so these tests need nothing above the primitives."""
+
+    @staticmethod
+    def sum(x):
+        return fnad.lax.reduce_sum(x, axes=tuple(range(np.ndim(x))))
+
+    @staticmethod
+    def real(x):
+        return fnad.lax.real(x) if core.get_aval(x).dtype.kind == "c" else x
+
+    @staticmethod
+    def add(x, y):
+        return fnad.lax.add(x, y)
+
+    @staticmethod
+    def multiply(x, w):
+        return fnad.lax.mul(x, np.asarray(w, core.get_aval(x).dtype))
+
+
+@needs_jax
+@pytest.mark.parametrize("spec", [s for s, _ in JAX_SPECS], ids=[i for _, i in JAX_SPECS])
+def test_against_jax(spec, jax_x64):
+    rng = np.random.default_rng(3)
+    args = [a if s.static is not None else _wide(a) for a, s in zip(_draw(spec), spec.args)]
+    f, dyn, dyn_idx = _split(spec, args)
+
+    def jf(*d):
+        full = list(args)
+        for i, x in zip(dyn_idx, d):
+            full[i] = x
+        return spec.jax_fun(jax, *full)
+
+    ours, theirs = _leaves(f(*dyn)), _leaves(jf(*[jnp.asarray(x) for x in dyn]))
+    for o, t in zip(ours, theirs):
+        assert o.dtype == t.dtype, f"dtype {o.dtype} != jax's {t.dtype}"
+        np.testing.assert_allclose(o, t, rtol=1e-7, atol=1e-9, equal_nan=True)
+    pos = _diff_positions(spec, dyn_idx, dyn)
+    if not pos or not any(dtypes.is_inexact(o.dtype) for o in ours):
+        return
+    weights = [_tangent_like(rng, o) if dtypes.is_inexact(o.dtype) else None for o in ours]
+    argnums = tuple(pos)
+    s_ours = _scalarize(f, weights, _LaxOps)
+    s_theirs = _scalarize(jf, weights, jnp)
+    g_ours = fnad.grad(s_ours, argnums=argnums)(*dyn)
+    g_theirs = jax.grad(s_theirs, argnums=argnums)(*[jnp.asarray(x) for x in dyn])
+    for a, b in zip(g_ours, g_theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
+    if not spec.second_order:
+        return
+    tangents = [_tangent_like(rng, dyn[k]) for k in pos]
+
+    def hvp(gfun, xp_dyn):
+        def g_of(*xs):
+            full = list(xp_dyn)
+            for k, x in zip(pos, xs):
+                full[k] = x
+            return gfun(*full)
+        return g_of
+
+    _, h_ours = fnad.jvp(hvp(fnad.grad(s_ours, argnums=argnums), dyn),
+                         tuple(dyn[k] for k in pos), tuple(tangents))
+    jdyn = [jnp.asarray(x) for x in dyn]
+    _, h_theirs = jax.jvp(hvp(jax.grad(s_theirs, argnums=argnums), jdyn),
+                          tuple(jdyn[k] for k in pos), tuple(jnp.asarray(t) for t in tangents))
+    for a, b in zip(h_ours, h_theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
+
+
+# ---- coverage ---------------------------------------------------------------------------------
+def _all_primitives():
+    return sorted(core.abstract_eval_rules, key=lambda p: p.name)
+
+
+def test_every_primitive_has_specs():
+    covered = {s.prim for s in SPECS}
+    missing = [p.name for p in _all_primitives() if p not in covered]
+    assert not missing, f"primitives without a spec: {missing}"
+
+
+def test_every_primitive_has_a_jvp_rule():
+    missing = [p.name for p in _all_primitives() if p not in core.jvp_rules]
+    assert not missing, f"primitives without a JVP rule: {missing}"
+
+
+@pytest.mark.parametrize("backend", ["numpy"])
+def test_every_primitive_has_an_impl_on_each_backend(backend):
+    from fnad.backends import get_backend
+    impls = get_backend(backend).impl_rules
+    missing = [p.name for p in _all_primitives() if p not in impls]
+    assert not missing, f"primitives without an implementation on {backend}: {missing}"
