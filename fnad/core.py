@@ -98,14 +98,15 @@ def _at_user_line() -> str:
 
 
 # ---- abstract values --------------------------------------------------------
+_dtype_classes = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())
 class ShapedArray:
     """The abstract value of an array: shape, dtype and JAX's weak_type flag."""
 
     __slots__ = ("shape", "dtype", "weak_type")
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
+        self.shape = shape if type(shape) is tuple else tuple(shape)
+        self.dtype = dtype if type(dtype) in _dtype_classes else np.dtype(dtype)
         self.weak_type = weak_type
 
     ndim = property(lambda self: len(self.shape))
@@ -164,18 +165,26 @@ class ShapeDtypeStruct:
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
 
 
+_scalar_avals: dict = {}   # (Python type, x64) -> aval
+
+
 def _python_scalar_aval(x) -> ShapedArray:
-    if type(x) is bool:
-        return ShapedArray((), np.bool_)
-    if type(x) is int:
-        dt = dtypes.default_int_dtype()
-        info = np.iinfo(dt)
-        if not info.min <= x <= info.max:
-            raise OverflowError(f"Python int {x} too large to convert to {np.dtype(dt).name}")
-        return ShapedArray((), dt, weak_type=True)
-    if type(x) is float:
-        return ShapedArray((), dtypes.default_float_dtype(), weak_type=True)
-    return ShapedArray((), dtypes.default_complex_dtype(), weak_type=True)
+    t = type(x)
+    aval = _scalar_avals.get((t, config.jax_enable_x64))
+    if aval is None:
+        if t is bool:
+            aval = ShapedArray((), np.bool_)
+        elif t is int:
+            aval = ShapedArray((), dtypes.default_int_dtype(), weak_type=True)
+        elif t is float:
+            aval = ShapedArray((), dtypes.default_float_dtype(), weak_type=True)
+        else:
+            aval = ShapedArray((), dtypes.default_complex_dtype(), weak_type=True)
+        _scalar_avals[(t, config.jax_enable_x64)] = aval
+    if t is int and not -(1 << 31) <= x < (1 << 31) and not (
+            config.jax_enable_x64 and -(1 << 63) <= x < (1 << 63)):
+        raise OverflowError(f"Python int {x} too large to convert to {aval.dtype.name}")
+    return aval
 
 
 _scalar_types = {bool, int, float, complex}
@@ -534,6 +543,36 @@ class EvalTrace(Trace):
         super().__init__(None, "eager evaluation")
 
     def process_primitive(self, prim, args, params):
+        # Fast path: every operand is an fnad Array on one backend (the common case).
+        backend = None
+        vals = []
+        avals = []
+        for x in args:
+            if type(x) is not Array:
+                return self._process_general(prim, args, params)
+            b = x._backend
+            if b is not backend:
+                if backend is not None:
+                    return self._process_general(prim, args, params)
+                backend = b
+            vals.append(x._value)
+            avals.append(x.aval)
+        if backend is None:
+            return self._process_general(prim, args, params)
+        rule = abstract_eval_rules.get(prim)
+        impl = backend.impl_rules.get(prim)
+        if rule is None or impl is None:
+            return self._process_general(prim, args, params)
+        out_aval = rule(*avals, **params)
+        out = impl(*vals, **params)
+        if config.jax_debug_nans or config.jax_debug_infs:
+            _check_nans(prim, out if prim.multiple_results else [out], backend)
+        if prim.multiple_results:
+            return [Array(o, a, backend) for o, a in zip(out, out_aval)]
+        return Array(out, out_aval, backend)
+
+    def _process_general(self, prim, args, params):
+        """Operands that are Python scalars, NumPy values, or on several backends."""
         backend = None
         vals = []
         avals = []

@@ -18,16 +18,24 @@ INEXACT = (FLOAT, COMPLEX)
 ORDERED = (BOOL, INT, FLOAT)
 
 
+_kinds: dict = {}
+
+
 def dtype_kind(dt) -> str:
-    if dtypes.is_bool(dt):
-        return BOOL
-    if dtypes.is_int(dt):
-        return INT
-    if dtypes.is_complex(dt):
-        return COMPLEX
-    if dtypes.is_float(dt):
-        return FLOAT
-    return "other"
+    kind = _kinds.get(dt)
+    if kind is None:
+        if dtypes.is_bool(dt):
+            kind = BOOL
+        elif dtypes.is_int(dt):
+            kind = INT
+        elif dtypes.is_complex(dt):
+            kind = COMPLEX
+        elif dtypes.is_float(dt):
+            kind = FLOAT
+        else:
+            kind = "other"
+        _kinds[dt] = kind
+    return kind
 
 
 def check_kind(name: str, aval: ShapedArray, kinds: tuple[str, ...], what: str = "") -> None:
@@ -42,7 +50,7 @@ def unop_abstract_eval(name: str, kinds: tuple[str, ...], result_dtype=None):
     def rule(x: ShapedArray, **params) -> ShapedArray:
         check_kind(name, x, kinds)
         if result_dtype is None:
-            return ShapedArray(x.shape, x.dtype, x.weak_type)
+            return x                                   # avals are immutable: share it
         return ShapedArray(x.shape, result_dtype, False)
     return rule
 
@@ -65,15 +73,24 @@ def broadcast_shapes(name: str, *avals: ShapedArray) -> tuple[int, ...]:
 def naryop_abstract_eval(name: str, kinds: tuple[str, ...], result_dtype=None):
     """Rule for f(x, y, ...) on equal dtypes and equal shapes (scalars broadcast)."""
     def rule(*args: ShapedArray, **params) -> ShapedArray:
-        for a in args:
-            check_kind(name, a, kinds)
-        if any(a.dtype != args[0].dtype for a in args):
-            raise shape_error(name, "requires arguments to have the same dtypes, got "
-                                    + ", ".join(a.dtype.name for a in args))
-        shape = broadcast_shapes(name, *args)
+        first = args[0]
+        dt, shape, weak = first.dtype, first.shape, first.weak_type
+        for a in args[1:]:                             # a plain loop: this runs on every op
+            if a.dtype is not dt and a.dtype != dt:
+                raise shape_error(name, "requires arguments to have the same dtypes, got "
+                                        + ", ".join(b.dtype.name for b in args))
+            if a.shape != shape:
+                if not shape:
+                    shape = a.shape
+                elif a.shape:
+                    broadcast_shapes(name, *args)      # raises, naming every shape
+            weak = weak and a.weak_type
+        check_kind(name, first, kinds)
         if result_dtype is not None:
             return ShapedArray(shape, result_dtype, False)
-        return ShapedArray(shape, args[0].dtype, all(a.weak_type for a in args))
+        if shape is first.shape and weak == first.weak_type:
+            return first
+        return ShapedArray(shape, dt, weak)
     return rule
 
 
@@ -97,7 +114,7 @@ def no_tangent_jvp(prim):
 
 
 # ---- scalar operands ---------------------------------------------------------------------
-_scalar_types = (bool, int, float, complex)
+_scalar_types = frozenset((bool, int, float, complex))
 
 
 def scalar_like(value, dtype) -> object:
@@ -107,7 +124,7 @@ def scalar_like(value, dtype) -> object:
     it stays a literal in jaxprs; otherwise a weak 0-d Array of `dtype`.
     """
     dtype = np.dtype(dtype)
-    if core.get_aval(value).dtype == dtype:
+    if core._python_scalar_aval(value).dtype is dtype:
         return value
     from fnad.backends import get_backend
     return Array(np.asarray(value, dtype), ShapedArray((), dtype, True), get_backend("numpy"))
@@ -115,8 +132,15 @@ def scalar_like(value, dtype) -> object:
 
 def promote_scalars(*args):
     """Give Python scalars among `args` the dtype of the first array operand."""
-    ref = next((a for a in args if type(a) not in _scalar_types), None)
-    if ref is None:
-        return args
+    ref = None
+    for a in args:
+        if type(a) not in _scalar_types:
+            ref = a
+            break
+    else:
+        return args                                    # all scalars (or no args)
+    if len(args) == 2 and type(args[0]) not in _scalar_types and \
+            type(args[1]) not in _scalar_types:
+        return args                                    # the common case: two arrays
     dt = core.get_aval(ref).dtype
     return tuple(scalar_like(a, dt) if type(a) in _scalar_types else a for a in args)

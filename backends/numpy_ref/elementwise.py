@@ -10,11 +10,26 @@ import numpy as np
 from fnad.backends.numpy_ref import impl_rules
 from fnad.primitives import elementwise as ew
 
+try:  # NumPy 2 keeps the error state in a context variable: set it directly (0.1 µs)
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _QUIET = _make_extobj(all="ignore")
+except ImportError:  # pragma: no cover - other NumPy versions: the public (slower) way
+    _extobj_contextvar = None
+
+
 def quietly(fn):
-    """Run a NumPy function without floating-point warnings."""
-    def impl(*args, **params):
-        with np.errstate(all="ignore"):
-            return fn(*args, **params)
+    """Run a NumPy function without floating-point warnings (np.errstate(all='ignore'))."""
+    if _extobj_contextvar is None:  # pragma: no cover
+        def impl(*args, **params):
+            with np.errstate(all="ignore"):
+                return fn(*args, **params)
+    else:
+        def impl(*args, **params):
+            token = _extobj_contextvar.set(_QUIET)
+            try:
+                return fn(*args, **params)
+            finally:
+                _extobj_contextvar.reset(token)
     impl.__name__ = getattr(fn, "__name__", "impl")
     return impl
 
