@@ -238,9 +238,9 @@ def _pp_param(value, names: _Names, indent: int) -> str:
         jaxpr = value.jaxpr if isinstance(value, ClosedJaxpr) else value
         return pp_jaxpr(jaxpr, indent=indent + 2, names=names).lstrip()
     if isinstance(value, np.dtype):
-        return dtypes.short_name(value)
+        return value.name
     if isinstance(value, type) and issubclass(value, np.generic):
-        return dtypes.short_name(np.dtype(value))
+        return np.dtype(value).name
     if isinstance(value, tuple) and any(isinstance(v, (ClosedJaxpr, Jaxpr)) for v in value):
         return "(" + ", ".join(_pp_param(v, names, indent) for v in value) + ")"
     return repr(value)
