@@ -14,7 +14,8 @@ import os
 import sys
 import sysconfig
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

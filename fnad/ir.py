@@ -7,11 +7,12 @@ transforms it). Imports only fnad.core and fnad.dtypes.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from fnad import core, dtypes
+from fnad import core
 from fnad.core import ShapedArray
 
 

@@ -6,14 +6,14 @@ plus the few lax functions composed of several primitives. Control flow
 """
 from __future__ import annotations
 
+from fnad import dtypes as _dtypes
 from fnad import tree_util
+from fnad.core import get_aval as _get_aval
+from fnad.primitives import logic as _logic
 from fnad.primitives.elementwise import *  # noqa: F401,F403
 from fnad.primitives.logic import *  # noqa: F401,F403
 from fnad.primitives.reductions import *  # noqa: F401,F403
 from fnad.primitives.shape_ops import *  # noqa: F401,F403
-from fnad.primitives import logic as _logic
-from fnad import dtypes as _dtypes
-from fnad.core import get_aval as _get_aval
 
 
 def stop_gradient(x):

@@ -12,12 +12,30 @@ import math
 
 import numpy as np
 
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, is_undefined, jvp_rules,
-                       nonzero, transpose_rules)
+from fnad.core import (
+    Primitive,
+    ShapedArray,
+    abstract_eval_rules,
+    is_undefined,
+    jvp_rules,
+    nonzero,
+    transpose_rules,
+)
 from fnad.core import get_aval as _get_aval
-from fnad.primitives._util import (ANY, COMPLEX, FLOAT, INEXACT, INT, NUM, add_tangents,
-                                   check_kind, naryop_abstract_eval, no_tangent_jvp,
-                                   promote_scalars, unop_abstract_eval)
+from fnad.primitives._util import (
+    ANY,
+    COMPLEX,
+    FLOAT,
+    INEXACT,
+    INT,
+    NUM,
+    add_tangents,
+    check_kind,
+    naryop_abstract_eval,
+    no_tangent_jvp,
+    promote_scalars,
+    unop_abstract_eval,
+)
 
 
 def _unbroadcast(ct, aval: ShapedArray):

@@ -9,12 +9,31 @@ from __future__ import annotations
 import numpy as np
 
 from fnad import dtypes
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
-                       jvp_rules, nonzero, shape_error, transpose_rules)
-from fnad.primitives._util import (ANY, BOOL, FLOAT, INT, ORDERED, add_tangents, broadcast_shapes,
-                                   check_kind, naryop_abstract_eval, no_tangent_jvp,
-                                   promote_scalars, unop_abstract_eval)
-
+from fnad.core import (
+    Primitive,
+    ShapedArray,
+    abstract_eval_rules,
+    get_aval,
+    is_undefined,
+    jvp_rules,
+    nonzero,
+    shape_error,
+    transpose_rules,
+)
+from fnad.primitives._util import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    ORDERED,
+    add_tangents,
+    broadcast_shapes,
+    check_kind,
+    naryop_abstract_eval,
+    no_tangent_jvp,
+    promote_scalars,
+    unop_abstract_eval,
+)
 
 __all__ = [
     "eq",

@@ -136,8 +136,10 @@ def test_primitive_without_impl_on_backend():
 
 
 def test_missing_impl_lists_the_backends_that_have_one():
-    from fnad.backends import get_backend, register_backend
-    import sys, types
+    import sys
+    import types
+
+    from fnad.backends import register_backend
     mod = types.ModuleType("fake_backend_for_test")
     mod.name, mod.impl_rules = "fake", {}
     solo_p = Primitive("solo")

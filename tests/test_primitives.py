@@ -14,10 +14,10 @@ import pkgutil
 
 import numpy as np
 import pytest
-import specs as specs_pkg
 
 import fnad
 import fnad.lax
+import specs as specs_pkg
 from fnad import core, dtypes, tree_util
 from fnad.config import config
 from fnad.ir import typecheck_jaxpr
