@@ -3,25 +3,14 @@
 `import fnad` loads the core, the primitive rules and the user API; a backend
 (and so numba or jax) loads on first use.
 """
-from fnad import (  # noqa: F401
-                       dtypes,
-                       primitives,  # noqa: F401  (registers every primitive's rules)
-                       tree,
-                       tree_util,
-)
-from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
+from fnad import dtypes, tree, tree_util  # noqa: F401
 from fnad.config import config
-from fnad.core import (  # noqa: F401
-                       Array,
-                       ConcretizationTypeError,
-                       NoImplementationError,
-                       ShapeDtypeStruct,
-                       ShapeError,
-                       TracerArrayConversionError,
-                       TracerBoolConversionError,
-                       TracerIntegerConversionError,
-                       UnexpectedTracerError,
-)
+from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  # noqa: F401
+                       ShapeDtypeStruct, ShapeError, TracerArrayConversionError,
+                       TracerBoolConversionError, TracerIntegerConversionError,
+                       UnexpectedTracerError)
+from fnad import primitives  # noqa: F401
+from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
 from fnad.tracing import eval_shape, make_jaxpr
 
 __version__ = "0.1.0"
