@@ -320,9 +320,14 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 
 def _out_tangent_zero(ct, aval):
+    """The cotangent returned for an input of type `aval`: weak if the input was."""
     if not dtypes.is_inexact(aval.dtype):
         return np.zeros(aval.shape, dtypes.float0)
-    return instantiate(ct, aval.to_tangent_aval()) if type(ct) is Zero else ct
+    ct = instantiate(ct, aval.to_tangent_aval()) if type(ct) is Zero else ct
+    if get_aval(ct).weak_type != aval.weak_type:
+        from fnad.primitives.logic import convert_element_type
+        ct = convert_element_type(ct, aval.dtype, aval.weak_type)
+    return ct
 
 
 # ---- grad ------------------------------------------------------------------------------
@@ -397,7 +402,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 f"floating), but {_name(fun)} returned {dt.name}. For holomorphic "
                 "differentiation pass holomorphic=True; for other complex or integer "
                 "outputs use vjp directly.")
-        g = vjp_fn(np.ones((), dt))
+        one = np.ones((), dt)                           # ones_like(out): weak if out is
+        g = vjp_fn(core.Array(one, out_aval, core.default_backend()) if out_aval.weak_type
+                   else one)
         g = g[0] if isinstance(argnums, int) else g
         value = (out, res[2]) if has_aux else out
         return value, g

@@ -137,8 +137,11 @@ def promote_scalars(*args):
         if type(a) not in _scalar_types:
             ref = a
             break
-    else:
-        return args                                    # all scalars (or no args)
+    else:                                              # all Python scalars: their common type
+        if len({type(a) for a in args}) <= 1:
+            return args
+        dt = dtypes.result_type(*args)
+        return tuple(scalar_like(a, dt) for a in args)
     if len(args) == 2 and type(args[0]) not in _scalar_types and \
             type(args[1]) not in _scalar_types:
         return args                                    # the common case: two arrays

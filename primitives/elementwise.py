@@ -285,12 +285,12 @@ def abs_abstract_eval(x):
         return ShapedArray(x.shape, np.finfo(x.dtype).dtype, x.weak_type)
     return x
 abstract_eval_rules[abs_p] = abs_abstract_eval
-def abs_jvp(primals, tangents):                        # d|x| = sign(x)·dx; Re(conj(x)·dx)/|x|
+def abs_jvp(primals, tangents):                        # d|x| = ±dx (slope +1 at 0, as JAX)
+    from fnad.primitives.logic import eq, ge, select_n  # complex: Re(conj(x)·dx)/|x|
     (x,), (x_dot,) = primals, tangents
     out = abs(x)
     if _get_aval(x).dtype.kind != "c":
-        return out, mul(x_dot, sign(x))
-    from fnad.primitives.logic import eq, select_n
+        return out, select_n(ge(x, 0), neg(x_dot), x_dot)
     safe = select_n(eq(out, 0), out, 1)
     return out, div(real(mul(conj(x), x_dot)), safe)
 jvp_rules[abs_p] = abs_jvp

@@ -238,7 +238,8 @@ def convert_element_type_jvp(primals, tangents, *, new_dtype, weak_type):
     if dtypes.is_complex(get_aval(x).dtype) and not dtypes.is_complex(new_dtype):
         from fnad.primitives.elementwise import real
         x_dot = real(x_dot)
-    return out, convert_element_type_p.bind(x_dot, new_dtype=new_dtype, weak_type=weak_type)
+    t_weak = weak_type and get_aval(x_dot).weak_type  # a strong tangent stays strong
+    return out, convert_element_type_p.bind(x_dot, new_dtype=new_dtype, weak_type=t_weak)
 jvp_rules[convert_element_type_p] = convert_element_type_jvp
 def convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
     old = x.aval.dtype                                 # x̄ = convert(ct) back to x's dtype
