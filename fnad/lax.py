@@ -10,12 +10,14 @@ from fnad import dtypes as _dtypes
 from fnad import tree_util
 from fnad.core import get_aval as _get_aval
 from fnad.primitives import logic as _logic
+from fnad.primitives.cumulative import *  # noqa: F401,F403
 from fnad.primitives.elementwise import *  # noqa: F401,F403
 from fnad.primitives.indexing import *  # noqa: F401,F403
 from fnad.primitives.linalg import *  # noqa: F401,F403
 from fnad.primitives.logic import *  # noqa: F401,F403
 from fnad.primitives.reductions import *  # noqa: F401,F403
 from fnad.primitives.shape_ops import *  # noqa: F401,F403
+from fnad.primitives.sorting import *  # noqa: F401,F403
 
 
 def stop_gradient(x):

@@ -3,6 +3,9 @@
 Importing this package registers every built-in primitive's rules. The
 families: elementwise (arithmetic, transcendental, complex parts), logic
 (comparisons, bitwise, select_n, convert_element_type, stop_gradient),
-reductions, shape_ops.
+reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
+shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
+indexing (gather and the scatters), sorting (sort, top_k).
 """
-from fnad.primitives import elementwise, logic, reductions, shape_ops  # noqa: F401
+from fnad.primitives import (cumulative, elementwise, indexing, linalg, logic,  # noqa: F401
+                             reductions, shape_ops, sorting)

@@ -24,4 +24,5 @@ def block_until_ready(buf) -> None:
     return None
 
 
-from fnad.backends.numpy_ref import elementwise, logic, reductions, shape_ops  # noqa: E402,F401
+from fnad.backends.numpy_ref import (cumulative, elementwise, indexing,  # noqa: E402,F401
+                                     linalg, logic, reductions, shape_ops, sorting)

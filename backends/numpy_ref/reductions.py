@@ -1,4 +1,9 @@
-"""NumPy implementations of the reduction primitives."""
+"""NumPy implementations of the reduction primitives.
+
+Empty reductions give the operation's identity (reduce_max of nothing is -inf, the
+dtype's minimum, or False, as lax); argmax/argmin return the first extremum and treat
+NaN as the extremum, which is NumPy's rule too.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -6,4 +11,62 @@ import numpy as np
 from fnad.backends.numpy_ref import impl_rules
 from fnad.primitives import reductions as red
 
+
+def _max_identity(dt: np.dtype):
+    if dt == np.bool_:
+        return False
+    if dt.kind in "iu":
+        return np.iinfo(dt).min
+    return -np.inf
+
+
+def _min_identity(dt: np.dtype):
+    if dt == np.bool_:
+        return True
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return np.inf
+
+
+def _reduce_max(x, *, axes):
+    x = np.asarray(x)
+    return np.asarray(np.max(x, axis=axes, initial=_max_identity(x.dtype)), x.dtype)
+
+
+def _reduce_min(x, *, axes):
+    x = np.asarray(x)
+    return np.asarray(np.min(x, axis=axes, initial=_min_identity(x.dtype)), x.dtype)
+
+
+def _bitwise_reduce(ufunc, identity):
+    def impl(x, *, axes):
+        x = np.asarray(x)
+        init = identity(x.dtype)
+        return np.asarray(ufunc.reduce(x, axis=axes, initial=init), x.dtype)
+    return impl
+
+
+def _all_ones(dt):
+    return ~np.zeros((), dt)             # True for bool, -1 / the maximum for integers
+
+
+def _zero(dt):
+    return np.zeros((), dt)
+
+
+def _argminmax(fn):
+    def impl(x, *, axes, index_dtype):
+        return np.asarray(fn(x, axis=axes[0]), index_dtype)
+    return impl
+
+
 impl_rules[red.reduce_sum_p] = lambda x, *, axes: np.sum(x, axis=axes, dtype=np.result_type(x))
+impl_rules[red.reduce_max_p] = _reduce_max
+impl_rules[red.reduce_min_p] = _reduce_min
+impl_rules[red.reduce_prod_p] = lambda x, *, axes: np.prod(x, axis=axes,
+                                                           dtype=np.result_type(x))
+impl_rules[red.reduce_and_p] = _bitwise_reduce(np.bitwise_and, _all_ones)
+impl_rules[red.reduce_or_p] = _bitwise_reduce(np.bitwise_or, _zero)
+impl_rules[red.reduce_xor_p] = _bitwise_reduce(np.bitwise_xor, _zero)
+impl_rules[red.argmax_p] = _argminmax(np.argmax)
+impl_rules[red.argmin_p] = _argminmax(np.argmin)
