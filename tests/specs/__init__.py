@@ -10,7 +10,8 @@ installed) values and first and second derivatives against jax.lax.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
