@@ -22,12 +22,12 @@ from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 class JaxprTracer(Tracer):
     """A staged value: a Var of the jaxpr under construction."""
 
-    __slots__ = ("aval", "var", "_where")
+    __slots__ = ("aval", "jaxpr_var", "_where")
 
     def __init__(self, trace: JaxprTrace, aval: ShapedArray, var: Var, where: str | None):
         self._trace = trace
         self.aval = aval
-        self.var = var
+        self.jaxpr_var = var               # not `var`: that is the array method x.var()
         self._where = where
 
 
@@ -54,7 +54,7 @@ class JaxprTrace(core.Trace):
     def to_atom(self, x):
         """The Var or Literal standing for `x` in this jaxpr."""
         if isinstance(x, JaxprTracer) and x._trace is self:
-            return x.var
+            return x.jaxpr_var
         if isinstance(x, Tracer):
             self.check_foreign(x)          # an ancestor's tracer: a constant here
         elif type(x) in core._scalar_types or (

@@ -69,10 +69,10 @@ def _same_dtype(fn):
     return impl
 
 
-impl_rules[ew.add_p] = np.add
-impl_rules[ew.add_any_p] = np.add
-impl_rules[ew.sub_p] = np.subtract
-impl_rules[ew.mul_p] = np.multiply
+impl_rules[ew.add_p] = quietly(np.add)              # inf - inf: nan, quietly
+impl_rules[ew.add_any_p] = quietly(np.add)
+impl_rules[ew.sub_p] = quietly(np.subtract)
+impl_rules[ew.mul_p] = quietly(np.multiply)
 impl_rules[ew.div_p] = quietly(_div)
 impl_rules[ew.neg_p] = np.negative
 impl_rules[ew.rem_p] = quietly(np.fmod)

@@ -1,1 +1,131 @@
-"""fnad.numpy: the NumPy API (filled in next)."""
+# ruff: noqa: F401, F403  (this module re-exports the public API)
+"""fnad.numpy: the NumPy API with jax.numpy's names and semantics.
+
+A JAX user ports code by changing `import jax.numpy as jnp` to
+`import fnad.numpy as jnp`. Arrays are immutable (`x.at[i].set(v)` instead of
+`x[i] = v`), float32 is the default dtype (64-bit types need jax_enable_x64), Python
+scalars are weakly typed, and shapes are static. Importing this package installs the
+operators and methods (`x + y`, `x[i]`, `x.sum()` ...) on fnad.Array and on tracers.
+
+Modules: _core (conversion and promotion helpers), _creation, _ufuncs (elementwise
+arithmetic), _logic (where, comparisons, logic), _reductions, _shape, _linalg_ops (dot,
+matmul, einsum ...), _methods (operators),
+_indexing (x[idx], .at, take), _sorting, _extras (nan-reductions, diff, roll, ...).
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+import math as _math
+
+import numpy as _np
+
+from fnad import dtypes as _dtypes
+from fnad.core import Array as ndarray
+from fnad.dtypes import (
+    bfloat16,
+    bool_,
+    complex64,
+    complex128,
+    complexfloating,
+    dtype,
+    finfo,
+    float16,
+    float32,
+    float64,
+    floating,
+    generic,
+    iinfo,
+    inexact,
+    int8,
+    int16,
+    int32,
+    int64,
+    integer,
+    issubdtype,
+    number,
+    promote_types,
+    result_type,
+    signedinteger,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    unsignedinteger,
+)
+from fnad.numpy import _methods
+from fnad.numpy._core import asarray
+from fnad.numpy._creation import *  # noqa: F403
+from fnad.numpy._extras import *  # noqa: F403
+from fnad.numpy._indexing import *  # noqa: F403
+from fnad.numpy._linalg_ops import *  # noqa: F403
+from fnad.numpy._logic import *  # noqa: F403
+from fnad.numpy._reductions import *  # noqa: F403
+from fnad.numpy._shape import *  # noqa: F403
+from fnad.numpy._sorting import *  # noqa: F403
+from fnad.numpy._ufuncs import *  # noqa: F403
+
+pi = _math.pi
+e = _math.e
+inf = float("inf")
+nan = float("nan")
+euler_gamma = 0.5772156649015329
+newaxis = None
+bool = bool_  # noqa: A001  (jnp.bool is the bool dtype)
+float_ = float64
+int_ = int64
+uint = uint64
+complex_ = complex128
+single, double = float32, float64
+csingle, cdouble = complex64, complex128
+half = float16
+
+
+def can_cast(from_, to, casting: str = "safe") -> bool:
+    """Whether `from_` (a dtype or array) can be cast to `to` under NumPy's rule `casting`."""
+    src = from_.dtype if isinstance(from_, (ndarray, _np.ndarray)) or hasattr(
+        from_, "aval") else from_
+    return True if _np.can_cast(_np.dtype(src), _np.dtype(to), casting) else False
+
+
+def isdtype(dt, kind) -> bool:
+    """Array API dtype-kind test: kind is a dtype or 'bool', 'signed integer',
+    'unsigned integer', 'integral', 'real floating', 'complex floating', 'numeric', or a
+    tuple of them."""
+    if isinstance(kind, tuple):
+        return _builtins.any(isdtype(dt, k) for k in kind)
+    d = _np.dtype(dt)
+    if not isinstance(kind, str):
+        return d == _np.dtype(kind)
+    tests = {
+        "bool": _dtypes.is_bool,
+        "signed integer": lambda t: issubdtype(t, signedinteger),
+        "unsigned integer": lambda t: issubdtype(t, unsignedinteger),
+        "integral": _dtypes.is_int,
+        "real floating": _dtypes.is_float,
+        "complex floating": _dtypes.is_complex,
+        "numeric": lambda t: _dtypes.is_int(t) or _dtypes.is_inexact(t),
+    }
+    if kind not in tests:
+        raise ValueError(f"Unrecognized data type kind: {kind!r}")
+    return tests[kind](d)
+
+
+def iscomplexobj(x) -> bool:
+    """Whether x has a complex dtype."""
+    return _dtypes.is_complex(_dtypes.result_type(x))
+
+
+def isrealobj(x) -> bool:
+    """Whether x does not have a complex dtype."""
+    return not iscomplexobj(x)
+
+
+def isscalar(element) -> bool:
+    """Whether `element` is a scalar (Python/NumPy scalar or a 0-d fnad array)."""
+    if hasattr(element, "aval"):
+        return element.ndim == 0
+    return _np.isscalar(element)
+
+
+_methods.install()
+del annotations
