@@ -1,0 +1,291 @@
+"""fnad.nn: activation functions, softmax / logsumexp and one_hot, as jax.nn.
+
+Pure functions of arrays composed from fnad.numpy and fnad.lax. Numerics follow
+jax.nn: softmax and log_softmax subtract the row max under stop_gradient,
+logsumexp handles all -inf rows, softplus is logaddexp(x, 0) (written out so that its
+gradient is sigmoid(x) at every x, 0 included); relu and relu6 have
+zero gradient at their kinks (as JAX's custom JVPs give), written here with
+`where` so that no custom rule is needed.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from fnad import dtypes, lax
+import fnad.numpy as jnp
+from fnad.numpy._core import asarray, canonicalize_axis, promote_args_inexact
+
+__all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
+           "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot", "relu",
+           "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
+           "squareplus", "standardize", "swish"]
+
+
+def _inexact(name, x):
+    return promote_args_inexact(name, x)[0]
+
+
+# ---- elementwise activations ------------------------------------------------------------------
+def relu(x):
+    """max(x, 0); the gradient at 0 is 0 (as jax.nn.relu)."""
+    x = asarray(x)
+    return jnp.where(jnp.less_equal(x, 0), jnp.zeros_like(x), x)
+
+
+def relu6(x):
+    """min(max(x, 0), 6); the gradient at 0 and 6 is 0."""
+    x = asarray(x)
+    return jnp.where(jnp.less_equal(x, 0), jnp.zeros_like(x),
+                     jnp.where(jnp.greater_equal(x, 6), jnp.full_like(x, 6), x))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x))."""
+    return lax.logistic(_inexact("sigmoid", x))
+
+
+def softplus(x):
+    """log(1 + exp(x)) = logaddexp(x, 0), with the derivative sigmoid(x) everywhere.
+
+    Each branch only sees inputs where its exp cannot overflow (the double-where trick),
+    so neither values nor gradients become inf or NaN for large |x|.
+    """
+    x = _inexact("softplus", x)
+    pos = jnp.greater(x, 0)
+    x_pos = jnp.where(pos, x, 0.0)                        # x + log(1 + e^-x) for x > 0
+    x_neg = jnp.where(pos, 0.0, x)                        # log(1 + e^x) for x <= 0
+    return jnp.where(pos, jnp.add(x_pos, jnp.log1p(jnp.exp(jnp.negative(x_pos)))),
+                     jnp.log1p(jnp.exp(x_neg)))
+
+
+def sparse_plus(x):
+    """0 for x <= -1, x for x >= 1, (x + 1)^2 / 4 between."""
+    x = _inexact("sparse_plus", x)
+    return jnp.where(jnp.less_equal(x, -1.0), jnp.zeros_like(x),
+                     jnp.where(jnp.greater_equal(x, 1.0), x,
+                               jnp.true_divide(jnp.square(jnp.add(x, 1.0)), 4)))
+
+
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    x = _inexact("log_sigmoid", x)
+    return jnp.negative(softplus(jnp.negative(x)))
+
+
+def soft_sign(x):
+    """x / (|x| + 1)."""
+    x = _inexact("soft_sign", x)
+    return jnp.true_divide(x, jnp.add(jnp.abs(x), 1))
+
+
+def silu(x):
+    """x * sigmoid(x) (also called swish)."""
+    x = _inexact("silu", x)
+    return jnp.multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _inexact("mish", x)
+    return jnp.multiply(x, jnp.tanh(softplus(x)))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2."""
+    x = _inexact("squareplus", x)
+    return jnp.true_divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.square(x), b))), 2)
+
+
+def gelu(x, approximate: bool = True):
+    """x * Phi(x): the tanh approximation by default (as jax.nn), erf-exact if not."""
+    x = _inexact("gelu", x)
+    if approximate:
+        c = np.sqrt(2 / np.pi).astype(x.dtype)
+        inner = jnp.multiply(c, jnp.add(x, jnp.multiply(0.044715, jnp.power(x, 3))))
+        return jnp.multiply(x, jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner))))
+    half = np.sqrt(0.5).astype(x.dtype)
+    return jnp.multiply(jnp.multiply(0.5, x), lax.erfc(jnp.multiply(jnp.negative(x), half)))
+
+
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    x = _inexact("elu", x)
+    safe = jnp.where(jnp.greater(x, 0), jnp.zeros_like(x), x)   # no inf from exp of large x
+    return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
+
+
+def celu(x, alpha=1.0):
+    """max(x, 0) + alpha * expm1(min(x, 0) / alpha)."""
+    x = _inexact("celu", x)
+    return jnp.add(jnp.maximum(x, 0.0),
+                   jnp.multiply(alpha, jnp.expm1(jnp.true_divide(jnp.minimum(x, 0.0), alpha))))
+
+
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return jnp.multiply(scale, elu(x, alpha))
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    """x for x >= 0, negative_slope * x otherwise."""
+    x = _inexact("leaky_relu", x)
+    return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
+
+
+def hard_tanh(x):
+    """x clipped to [-1, 1]."""
+    x = _inexact("hard_tanh", x)
+    return jnp.where(jnp.greater(x, 1), jnp.ones_like(x),
+                     jnp.where(jnp.less(x, -1), jnp.full_like(x, -1), x))
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    x = _inexact("hard_sigmoid", x)
+    return jnp.true_divide(relu6(jnp.add(x, 3.0)), 6.0)
+
+
+def hard_silu(x):
+    """x * hard_sigmoid(x) (also called hard_swish)."""
+    x = _inexact("hard_silu", x)
+    return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def glu(x, axis: int = -1):
+    """Gated linear unit: a * sigmoid(b) for the two halves a, b of x along `axis`."""
+    x = asarray(x)
+    axis = canonicalize_axis(axis, x.ndim)
+    size = x.shape[axis]
+    if size % 2:
+        raise ValueError(f"glu: axis {axis} of x (shape {x.shape}) must have an even size, "
+                         f"got {size}")
+    a = lax.slice_in_dim(x, 0, size // 2, axis=axis)
+    b = lax.slice_in_dim(x, size // 2, size, axis=axis)
+    return jnp.multiply(a, sigmoid(b))
+
+
+# ---- softmax and friends ----------------------------------------------------------------------
+def _axes(axis, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return tuple(canonicalize_axis(a, ndim) for a in axis)
+    return (canonicalize_axis(axis, ndim),)
+
+
+def _masked_max(x, axes, where):
+    """max of x over axes (kept), over the positions where `where` holds (-inf if none)."""
+    if where is not None:
+        x = jnp.where(where, x, -np.inf)
+    return jnp.max(x, axis=axes, keepdims=True)
+
+
+def softmax(x, axis=-1, where=None):
+    """exp(x) / sum(exp(x)) over `axis` (an int, a tuple or None).
+
+    The max is subtracted (under stop_gradient) first, so large inputs do not overflow.
+    Positions where `where` is False get 0 and do not count in the sum.
+    """
+    x = _inexact("softmax", x)
+    axes = _axes(axis, x.ndim)
+    x_max = lax.stop_gradient(_masked_max(x, axes, where))
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    unnormalized = jnp.exp(jnp.subtract(x_safe, x_max))
+    total = jnp.sum(unnormalized, axis=axes, keepdims=True)
+    result = jnp.true_divide(unnormalized, total)
+    return result if where is None else jnp.where(where, result, 0)
+
+
+def log_softmax(x, axis=-1, where=None):
+    """x - logsumexp(x) over `axis`; stable, with finite gradients for very negative x."""
+    x = _inexact("log_softmax", x)
+    axes = _axes(axis, x.ndim)
+    x_max = lax.stop_gradient(_masked_max(x, axes, where))
+    x_safe = x if where is None else jnp.where(where, x, -np.inf)
+    shifted = jnp.subtract(x_safe, x_max)
+    lse = jnp.log(jnp.sum(jnp.exp(shifted), axis=axes, keepdims=True))
+    result = jnp.subtract(shifted, lse)
+    return result if where is None else jnp.where(where, result, -np.inf)
+
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False,
+              where=None):
+    """log(sum(b * exp(a))) over `axis`, computed stably.
+
+    Rows that are all -inf give -inf (not NaN). With `b`, a negative sum gives NaN
+    unless return_sign=True, which returns (log|sum|, sign(sum)).
+    """
+    if b is not None:
+        a, b = promote_args_inexact("logsumexp", a, b)
+        a = jnp.where(jnp.not_equal(b, 0), a, -np.inf)
+    else:
+        a = _inexact("logsumexp", a)
+    axes = _axes(axis, a.ndim)
+    a_real = jnp.real(a) if dtypes.is_complex(a.dtype) else a
+    amax = _masked_max(a_real, axes, where)                                 # keepdims
+    amax = lax.stop_gradient(jnp.where(jnp.isfinite(amax), amax, jnp.zeros_like(amax)))
+    exp_a = jnp.exp(jnp.subtract(a, asarray(amax, a.dtype)))
+    if b is not None:
+        exp_a = jnp.multiply(exp_a, b)
+    if where is not None:
+        exp_a = jnp.where(where, exp_a, 0)
+    sumexp = jnp.sum(exp_a, axis=axes, keepdims=keepdims)
+    sign = jnp.sign(sumexp)
+    if return_sign or not dtypes.is_complex(a.dtype):
+        sumexp = jnp.abs(sumexp)
+    amax_out = amax if keepdims else jnp.squeeze(amax, axis=axes)
+    out = jnp.add(jnp.log(sumexp), asarray(amax_out, sumexp.dtype))
+    if return_sign:
+        return out, sign
+    if b is not None and not dtypes.is_complex(out.dtype):
+        out = jnp.where(jnp.less(sign, 0), np.nan, out)
+    return out
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm: str = "fast"):
+    """(x - mean) / sqrt(variance + epsilon) over `axis`.
+
+    algorithm "fast" (the default, as JAX) uses mean(x^2) - mean(x)^2 clipped at 0;
+    "stable" uses mean((x - mean)^2).
+    """
+    x = asarray(x)
+    if mean is None:
+        mean = jnp.mean(x, axis=axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(jnp.subtract(x, mean)), axis=axis, keepdims=True,
+                                where=where)
+        elif algorithm == "fast":
+            variance = jnp.subtract(jnp.mean(jnp.square(x), axis=axis, keepdims=True,
+                                             where=where), jnp.square(mean))
+            variance = jnp.maximum(variance, 0)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    return jnp.multiply(jnp.subtract(x, mean), lax.rsqrt(jnp.add(variance, epsilon)))
+
+
+def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
+    """out[..., c, ...] = (x[...] == c) for c in range(num_classes), along `axis`.
+
+    Out-of-range (and negative) indices give an all-zero row. dtype: float32 by default.
+    """
+    num_classes = operator.index(num_classes)
+    x = asarray(x)
+    dtype = dtypes.default_float_dtype() if dtype is None else dtype
+    out_axis = canonicalize_axis(axis, x.ndim + 1)
+    lhs = lax.expand_dims(x, (out_axis,))                         # [..., 1, ...]
+    rhs_shape = [1] * x.ndim
+    rhs_shape.insert(out_axis, num_classes)
+    rhs = lax.broadcasted_iota(x.dtype, rhs_shape, out_axis)       # [1, .., C, .., 1]
+    return asarray(jnp.equal(lhs, rhs), dtype)

@@ -1,0 +1,164 @@
+"""fnad.nn against jax.nn: values, dtypes and gradients, with the edge cases that
+matter in training (kinks, huge logits, -inf rows, masked softmax).
+
+NumPy formulas are the reference where jax is missing.
+"""
+import numpy as np
+import pytest
+
+import fnad
+import fnad.nn as nn
+import fnad.numpy as jnp
+
+try:
+    import jax
+    import jax.nn as jnn
+    import jax.numpy as jjnp
+except ImportError:  # pragma: no cover
+    jax = jnn = jjnp = None
+
+needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
+RNG = np.random.default_rng(0)
+EDGES = [0.0, 6.0, -3.0, 3.0, 1.0, -1.0, 50.0, -50.0, 100.0, -100.0]     # kinks and tails
+X = np.concatenate([RNG.standard_normal(20) * 3, EDGES]).astype(np.float32)
+M = X.reshape(3, 10)
+W = RNG.standard_normal((3, 10)).astype(np.float32)
+
+
+def close(got, expected, atol=1e-5, rtol=1e-5):
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.shape == expected.shape
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    np.testing.assert_allclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
+
+
+ACTIVATIONS = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "soft_sign", "silu",
+               "swish", "gelu", "elu", "leaky_relu", "celu", "selu", "hard_tanh",
+               "hard_sigmoid", "hard_silu", "mish", "squareplus", "sparse_plus"]
+
+
+@needs_jax
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_activation_values_and_gradients_match_jax(name):
+    close(getattr(nn, name)(X), getattr(jnn, name)(X))
+    g = fnad.grad(lambda v: jnp.sum(getattr(nn, name)(v)))(X)
+    gj = jax.grad(lambda v: getattr(jnn, name)(v).sum())(X)
+    close(g, gj, atol=1e-4)
+
+
+@needs_jax
+def test_exact_gelu_and_glu_match_jax():
+    close(nn.gelu(X, approximate=False), jnn.gelu(X, approximate=False))
+    close(fnad.grad(lambda v: jnp.sum(nn.gelu(v, approximate=False)))(X),
+          jax.grad(lambda v: jnn.gelu(v, approximate=False).sum())(X), atol=1e-5)
+    close(nn.glu(M), jnn.glu(M))
+    close(nn.glu(M.reshape(6, 5), axis=0), jnn.glu(M.reshape(6, 5), axis=0))
+    with pytest.raises(ValueError, match="even size"):
+        nn.glu(np.ones((2, 3)))
+
+
+def test_gradients_at_the_kinks_are_zero_like_jax():
+    assert float(fnad.grad(nn.relu)(0.0)) == 0.0
+    assert float(fnad.grad(nn.relu)(2.0)) == 1.0
+    assert float(fnad.grad(nn.relu6)(0.0)) == 0.0
+    assert float(fnad.grad(nn.relu6)(6.0)) == 0.0
+    assert float(fnad.grad(nn.softplus)(0.0)) == 0.5
+    assert np.isnan(float(nn.relu(np.float32(np.nan))))
+    np.testing.assert_array_equal(np.asarray(nn.relu(np.array([-1, 2], np.int32))), [0, 2])
+
+
+def test_softplus_and_sigmoids_are_stable_at_extremes():
+    big = np.array([-1e4, -100.0, 0.0, 100.0, 1e4], np.float32)
+    close(nn.softplus(big), np.logaddexp(big, 0).astype(np.float32))
+    close(nn.log_sigmoid(big), -np.logaddexp(-big, 0).astype(np.float32))
+    g = fnad.grad(lambda v: jnp.sum(nn.softplus(v) + nn.log_sigmoid(v)))(big)
+    assert np.isfinite(np.asarray(g)).all()
+
+
+@needs_jax
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("axis", [-1, 0, None, (0, 1)])
+def test_softmax_matches_jax(name, axis):
+    close(getattr(nn, name)(M, axis=axis), getattr(jnn, name)(M, axis=axis))
+    close(fnad.grad(lambda v: jnp.sum(getattr(nn, name)(v, axis=axis) * W))(M),
+          jax.grad(lambda v: (getattr(jnn, name)(v, axis=axis) * W).sum())(M), atol=1e-4)
+
+
+@needs_jax
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_masked_softmax_and_inf_rows_match_jax(name):
+    mask = RNG.random((3, 10)) > 0.3
+    close(getattr(nn, name)(M, where=mask), getattr(jnn, name)(M, where=mask))
+    close(fnad.grad(lambda v: jnp.sum(jnp.where(mask, getattr(nn, name)(v, where=mask) * W, 0)))(M),
+          jax.grad(lambda v: jjnp.where(mask, getattr(jnn, name)(v, where=mask) * W, 0).sum())(M),
+          atol=1e-4)
+    part_inf = M.copy()
+    part_inf[:, :5] = -np.inf
+    close(getattr(nn, name)(part_inf), getattr(jnn, name)(part_inf))
+
+
+def test_softmax_of_huge_logits_is_finite():
+    big = np.array([[-1e30, 0.0, 1.0], [1000.0, 1001.0, -1000.0]], np.float32)
+    p = np.asarray(nn.softmax(big))
+    np.testing.assert_allclose(p.sum(axis=1), [1.0, 1.0], rtol=1e-6)
+    lp = np.asarray(nn.log_softmax(big))
+    assert np.isfinite(lp).all()
+    g = fnad.grad(lambda v: jnp.sum(nn.log_softmax(v) * W[:2, :3]))(big)
+    assert np.isfinite(np.asarray(g)).all()
+    # d/dx sum_j w_j log_softmax(x)_j = w - softmax(x) * sum(w)
+    w = W[:2, :3]
+    np.testing.assert_allclose(np.asarray(g), w - p * w.sum(1, keepdims=True), atol=1e-5)
+
+
+@needs_jax
+@pytest.mark.parametrize("axis", [None, 1, 0, (0, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_logsumexp_matches_jax_including_all_inf_rows(axis, keepdims):
+    a = M.copy()
+    a[1] = -np.inf
+    close(nn.logsumexp(a, axis=axis, keepdims=keepdims),
+          jnn.logsumexp(a, axis=axis, keepdims=keepdims))
+    close(fnad.grad(lambda v: jnp.sum(nn.logsumexp(v, axis=axis, keepdims=keepdims)))(M),
+          jax.grad(lambda v: jnn.logsumexp(v, axis=axis, keepdims=keepdims).sum())(M))
+
+
+@needs_jax
+def test_logsumexp_with_b_sign_and_where_matches_jax():
+    b = RNG.standard_normal((3, 10)).astype(np.float32)
+    close(nn.logsumexp(M, axis=1, b=b), jnn.logsumexp(M, axis=1, b=b))      # NaN if sum < 0
+    out, sign = nn.logsumexp(M, axis=1, b=b, return_sign=True)
+    out_j, sign_j = jnn.logsumexp(M, axis=1, b=b, return_sign=True)
+    close(out, out_j)
+    close(sign, sign_j)
+    close(nn.logsumexp(M, axis=1, where=M > 0), jnn.logsumexp(M, axis=1, where=M > 0))
+    assert float(nn.logsumexp(np.full(4, -np.inf, np.float32))) == -np.inf
+
+
+@needs_jax
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot_matches_jax(axis):
+    labels = np.array([[0, 2], [5, -1]])                 # 5 and -1: all-zero rows
+    close(nn.one_hot(labels, 4, axis=axis), jnn.one_hot(labels, 4, axis=axis))
+    close(nn.one_hot(labels, 3, dtype=jnp.int32), jnn.one_hot(labels, 3, dtype=jjnp.int32))
+
+
+@needs_jax
+@pytest.mark.parametrize("algorithm", ["fast", "stable"])
+def test_standardize_matches_jax(algorithm):
+    close(nn.standardize(M, axis=1, algorithm=algorithm),
+          jnn.standardize(M, axis=1, algorithm=algorithm), atol=1e-4)
+    close(fnad.grad(lambda v: jnp.sum(nn.standardize(v, algorithm=algorithm) * W))(M),
+          jax.grad(lambda v: (jnn.standardize(v, algorithm=algorithm) * W).sum())(M), atol=1e-3)
+    with pytest.raises(ValueError, match="Unknown algorithm"):
+        nn.standardize(M, algorithm="exact")
+
+
+def test_numpy_references_without_jax():
+    """A jax-free check of the main functions against their NumPy formulas."""
+    e = np.exp(M - M.max(1, keepdims=True))
+    close(nn.softmax(M), (e / e.sum(1, keepdims=True)).astype(np.float32), atol=1e-6)
+    lse = np.log(np.exp(M.astype(np.float64)).sum(1)).astype(np.float32)
+    close(nn.logsumexp(M, axis=1), lse, rtol=1e-5)
+    close(nn.sigmoid(X), (1 / (1 + np.exp(-X.astype(np.float64)))).astype(np.float32))
+    close(nn.relu(X), np.maximum(X, 0))
+    close(nn.one_hot(np.array([1, 0]), 2), np.eye(2, dtype=np.float32)[[1, 0]])
