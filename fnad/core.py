@@ -339,21 +339,17 @@ class set_current_trace:
         _state.trace = self.prev
 
 
-class new_trace:
+class new_trace(set_current_trace):
     """Run a transformation's body: make `trace` current, and retire it on exit."""
 
-    __slots__ = ("trace", "prev")
-
-    def __init__(self, trace: Trace):
-        self.trace = trace
+    __slots__ = ()
 
     def __enter__(self):
-        self.prev = _state.trace
-        _state.trace = self.trace
+        super().__enter__()
         return self.trace
 
     def __exit__(self, *exc):
-        _state.trace = self.prev
+        super().__exit__(*exc)
         self.trace.alive = False
 
 
