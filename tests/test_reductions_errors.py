@@ -5,27 +5,20 @@ import numpy as np
 import pytest
 
 import fnad
-from fnad import ShapeError
 from fnad.config import config
 from fnad.core import UndefinedPrimal, get_aval
 from fnad.primitives import cumulative as cum
 from fnad.primitives import elementwise as ew
 from fnad.primitives import reductions as red
 from fnad.primitives import sorting as srt
+from checks import raises_with
 
 HERE = "test_reductions_errors.py"
 
 x23 = np.arange(6, dtype=np.float32).reshape(2, 3)
 
 
-def _raises(fn, *words, exc=ShapeError):
-    """`fn()` raises `exc` whose message has every word of `words`; returns the message."""
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, f"{w!r} not in {msg!r}"
-    return msg
+_raises = raises_with
 
 
 @pytest.fixture

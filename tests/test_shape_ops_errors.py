@@ -7,20 +7,14 @@ import numpy as np
 import pytest
 
 import fnad
-from fnad import ShapeError, lax
+from fnad import lax
 from fnad.primitives import shape_ops as so
+from checks import raises_with
 
 HERE = "test_shape_ops_errors.py"
 
 
-def _raises(fn, *words, exc=ShapeError):
-    """`fn()` raises `exc` whose message has every word of `words`; returns the message."""
-    with pytest.raises(exc) as info:
-        fn()
-    msg = str(info.value)
-    for w in words:
-        assert w in msg, f"{w!r} not in {msg!r}"
-    return msg
+_raises = raises_with
 
 
 x23 = np.zeros((2, 3), np.float32)

@@ -13,8 +13,8 @@ import pytest
 
 import fnad
 import fnad.numpy as jnp
-from fnad.ir import eval_jaxpr
 from fnad.numpy import _indexing as ix
+from checks import traced
 
 try:
     import jax
@@ -27,16 +27,6 @@ needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
 X_NP = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
 
 
-def traced(f):
-    """f run through a jaxpr (jit when fnad has it): its arguments become tracers."""
-    if hasattr(fnad, "jit"):
-        return fnad.jit(f)
-
-    def run(*args):
-        closed = fnad.make_jaxpr(f)(*args)
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    return run
 
 
 def prims(f, *args) -> list[str]:

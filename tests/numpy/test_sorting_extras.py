@@ -11,8 +11,8 @@ import pytest
 
 import fnad
 import fnad.numpy as jnp
-from fnad.ir import eval_jaxpr
 from fnad.numpy import _extras, _sorting
+from checks import traced
 
 try:
     import jax
@@ -24,16 +24,6 @@ needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
 RNG = np.random.default_rng(0)
 
 
-def traced(f):
-    """f run through a jaxpr (jit when fnad has it): its arguments become tracers."""
-    if hasattr(fnad, "jit"):
-        return fnad.jit(f)
-
-    def run(*args):
-        closed = fnad.make_jaxpr(f)(*args)
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    return run
 
 
 def close(got, expected, atol=1e-5, rtol=1e-5):

@@ -1,0 +1,30 @@
+"""Helpers shared by several test modules (importable: pytest puts tests/ on the path)."""
+from __future__ import annotations
+
+import pytest
+
+import fnad
+from fnad.core import ShapeError
+from fnad.ir import eval_jaxpr
+
+
+def raises_with(fn, *words, exc=ShapeError) -> str:
+    """`fn()` raises `exc` whose message has every word of `words`; returns the message."""
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for w in words:
+        assert w in msg, f"{w!r} not in {msg!r}"
+    return msg
+
+
+def traced(f):
+    """f run through a jaxpr (jit when fnad has it): its arguments become tracers."""
+    if hasattr(fnad, "jit"):
+        return fnad.jit(f)
+
+    def run(*args):
+        closed = fnad.make_jaxpr(f)(*args)
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return run
