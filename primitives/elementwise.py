@@ -16,12 +16,14 @@ from fnad.core import (
     Primitive,
     ShapedArray,
     abstract_eval_rules,
+    batch_rules,
     is_undefined,
     jvp_rules,
     nonzero,
     transpose_rules,
 )
 from fnad.core import get_aval as _get_aval
+from fnad.primitives._batching import broadcasting_batch_rule, vectorized_batch_rule
 from fnad.primitives._util import (
     ANY,
     COMPLEX,
@@ -114,6 +116,7 @@ def add_transpose(ct, x, y):                           # x̄ = ct, ȳ = ct
     return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
             _unbroadcast(ct, _aval(y)) if is_undefined(y) else None]
 transpose_rules[add_p] = add_transpose
+batch_rules[add_p] = broadcasting_batch_rule(add_p)
 
 # ---- add_any: the sum of two tangents (what AD accumulates with) --------------------
 add_any_p = Primitive("add_any")
@@ -125,6 +128,7 @@ def add_any_jvp(primals, tangents):
     return add_any(x, y), add_tangents(x_dot, y_dot)
 jvp_rules[add_any_p] = add_any_jvp
 transpose_rules[add_any_p] = add_transpose
+batch_rules[add_any_p] = broadcasting_batch_rule(add_any_p)
 
 # ---- sub ----------------------------------------------------------------------------
 sub_p = Primitive("sub")
@@ -139,6 +143,7 @@ def sub_transpose(ct, x, y):                           # x̄ = ct, ȳ = -ct
     return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
             _unbroadcast(neg(ct), _aval(y)) if is_undefined(y) else None]
 transpose_rules[sub_p] = sub_transpose
+batch_rules[sub_p] = broadcasting_batch_rule(sub_p)
 
 # ---- mul ----------------------------------------------------------------------------
 mul_p = Primitive("mul")
@@ -155,6 +160,7 @@ def mul_transpose(ct, x, y):                           # linear in one operand: 
         return [_unbroadcast(mul(ct, y), x.aval), None]
     return [None, _unbroadcast(mul(x, ct), y.aval)]
 transpose_rules[mul_p] = mul_transpose
+batch_rules[mul_p] = broadcasting_batch_rule(mul_p)
 
 # ---- div ----------------------------------------------------------------------------
 div_p = Primitive("div")
@@ -172,6 +178,7 @@ def div_transpose(ct, x, y):                           # linear in x only: x̄ =
         raise ValueError("div is linear only in its first operand")
     return [_unbroadcast(div(ct, y), x.aval), None]
 transpose_rules[div_p] = div_transpose
+batch_rules[div_p] = broadcasting_batch_rule(div_p)
 
 # ---- neg ----------------------------------------------------------------------------
 neg_p = Primitive("neg")
@@ -182,6 +189,7 @@ def neg_jvp(primals, tangents):                        # d(-x) = -dx
     return neg(primals[0]), neg(tangents[0])
 jvp_rules[neg_p] = neg_jvp
 transpose_rules[neg_p] = lambda ct, x: [neg(ct)]       # x̄ = -ct
+batch_rules[neg_p] = vectorized_batch_rule(neg_p)
 
 # ---- rem (C fmod semantics: the result has the sign of x) -----------------------------
 rem_p = Primitive("rem")
@@ -195,6 +203,7 @@ def rem_jvp(primals, tangents):                        # x - y·trunc(x/y): dx -
     return rem(x, y), add_tangents(x_dot if nonzero(x_dot) else None,
                                    neg(mul(y_dot, trunc_q)) if nonzero(y_dot) else None)
 jvp_rules[rem_p] = rem_jvp
+batch_rules[rem_p] = broadcasting_batch_rule(rem_p)
 
 # ---- pow ----------------------------------------------------------------------------
 pow_p = Primitive("pow")
@@ -215,6 +224,7 @@ def pow_jvp(primals, tangents):                        # d(x^y) = y·x^(y-1)·dx
         t_y = mul(y_dot, mul(log(safe_x), out))
     return out, add_tangents(t_x, t_y)
 jvp_rules[pow_p] = pow_jvp
+batch_rules[pow_p] = broadcasting_batch_rule(pow_p)
 
 # ---- integer_pow: x ** y for a static integer y ----------------------------------------
 integer_pow_p = Primitive("integer_pow")
@@ -233,6 +243,7 @@ def integer_pow_jvp(primals, tangents, *, y):          # d(x^y) = y·x^(y-1)·dx
     slope = mul(integer_pow(x, y - 1), float(y)) if y != 1 else None
     return integer_pow(x, y), x_dot if slope is None else mul(x_dot, slope)
 jvp_rules[integer_pow_p] = integer_pow_jvp
+batch_rules[integer_pow_p] = broadcasting_batch_rule(integer_pow_p)
 
 # ---- square -------------------------------------------------------------------------
 square_p = Primitive("square")
@@ -243,6 +254,7 @@ def square_jvp(primals, tangents):                     # d(x²) = 2x·dx
     (x,), (x_dot,) = primals, tangents
     return square(x), mul(x_dot, mul(x, 2.0))
 jvp_rules[square_p] = square_jvp
+batch_rules[square_p] = vectorized_batch_rule(square_p)
 
 # ---- max / min (ties split the tangent evenly, as JAX) --------------------------------
 max_p = Primitive("max")
@@ -265,6 +277,7 @@ def max_jvp(primals, tangents):
     from fnad.primitives.logic import gt
     return _minmax_jvp(max_p, gt)(primals, tangents)
 jvp_rules[max_p] = max_jvp
+batch_rules[max_p] = broadcasting_batch_rule(max_p)
 
 min_p = Primitive("min")
 def min(x, y): return min_p.bind(*promote_scalars(x, y))  # noqa: A001  (lax.min)
@@ -274,6 +287,7 @@ def min_jvp(primals, tangents):
     from fnad.primitives.logic import lt
     return _minmax_jvp(min_p, lt)(primals, tangents)
 jvp_rules[min_p] = min_jvp
+batch_rules[min_p] = broadcasting_batch_rule(min_p)
 
 # ---- abs, sign, floor, ceil, round --------------------------------------------------------
 abs_p = Primitive("abs")
@@ -294,24 +308,28 @@ def abs_jvp(primals, tangents):                        # d|x| = ±dx (slope +1 a
     safe = select_n(eq(out, 0), out, 1)
     return out, div(real(mul(conj(x), x_dot)), safe)
 jvp_rules[abs_p] = abs_jvp
+batch_rules[abs_p] = vectorized_batch_rule(abs_p)
 
 sign_p = Primitive("sign")
 def sign(x): return sign_p.bind(x)
 
 abstract_eval_rules[sign_p] = unop_abstract_eval("sign", NUM)
 jvp_rules[sign_p] = no_tangent_jvp(sign_p)
+batch_rules[sign_p] = vectorized_batch_rule(sign_p)
 
 floor_p = Primitive("floor")
 def floor(x): return floor_p.bind(x)
 
 abstract_eval_rules[floor_p] = unop_abstract_eval("floor", (FLOAT,))
 jvp_rules[floor_p] = no_tangent_jvp(floor_p)
+batch_rules[floor_p] = vectorized_batch_rule(floor_p)
 
 ceil_p = Primitive("ceil")
 def ceil(x): return ceil_p.bind(x)
 
 abstract_eval_rules[ceil_p] = unop_abstract_eval("ceil", (FLOAT,))
 jvp_rules[ceil_p] = no_tangent_jvp(ceil_p)
+batch_rules[ceil_p] = vectorized_batch_rule(ceil_p)
 
 round_p = Primitive("round")
 AWAY_FROM_ZERO, TO_NEAREST_EVEN = 0, 1                 # lax.RoundingMethod values
@@ -320,6 +338,7 @@ def round(x, rounding_method: int = AWAY_FROM_ZERO):  # noqa: A001  (lax.round)
 
 abstract_eval_rules[round_p] = unop_abstract_eval("round", (FLOAT,))
 jvp_rules[round_p] = no_tangent_jvp(round_p)
+batch_rules[round_p] = vectorized_batch_rule(round_p)
 
 # ---- exp, exp2, log, log1p, expm1 --------------------------------------------------------
 exp_p = Primitive("exp")
@@ -331,6 +350,7 @@ def exp_jvp(primals, tangents):                        # d eˣ = eˣ dx
     y = exp(x)
     return y, mul(x_dot, y)
 jvp_rules[exp_p] = exp_jvp
+batch_rules[exp_p] = vectorized_batch_rule(exp_p)
 
 exp2_p = Primitive("exp2")
 def exp2(x): return exp2_p.bind(x)
@@ -341,6 +361,7 @@ def exp2_jvp(primals, tangents):                       # d 2ˣ = 2ˣ·ln 2 dx
     y = exp2(x)
     return y, mul(x_dot, mul(y, math.log(2.0)))
 jvp_rules[exp2_p] = exp2_jvp
+batch_rules[exp2_p] = vectorized_batch_rule(exp2_p)
 
 log_p = Primitive("log")
 def log(x): return log_p.bind(x)
@@ -350,6 +371,7 @@ def log_jvp(primals, tangents):                        # d ln x = dx / x
     (x,), (x_dot,) = primals, tangents
     return log(x), div(x_dot, x)
 jvp_rules[log_p] = log_jvp
+batch_rules[log_p] = vectorized_batch_rule(log_p)
 
 log1p_p = Primitive("log1p")
 def log1p(x): return log1p_p.bind(x)
@@ -359,6 +381,7 @@ def log1p_jvp(primals, tangents):                      # d ln(1+x) = dx / (1+x)
     (x,), (x_dot,) = primals, tangents
     return log1p(x), div(x_dot, add(x, 1.0))
 jvp_rules[log1p_p] = log1p_jvp
+batch_rules[log1p_p] = vectorized_batch_rule(log1p_p)
 
 expm1_p = Primitive("expm1")
 def expm1(x): return expm1_p.bind(x)
@@ -369,6 +392,7 @@ def expm1_jvp(primals, tangents):                      # d(eˣ-1) = (y+1) dx
     y = expm1(x)
     return y, mul(x_dot, add(y, 1.0))
 jvp_rules[expm1_p] = expm1_jvp
+batch_rules[expm1_p] = vectorized_batch_rule(expm1_p)
 
 # ---- tanh, logistic -------------------------------------------------------------------
 tanh_p = Primitive("tanh")
@@ -380,6 +404,7 @@ def tanh_jvp(primals, tangents):                       # d tanh x = (1 - y²) dx
     y = tanh(x)
     return y, mul(x_dot, sub(1.0, square(y)))
 jvp_rules[tanh_p] = tanh_jvp
+batch_rules[tanh_p] = vectorized_batch_rule(tanh_p)
 
 logistic_p = Primitive("logistic")
 def logistic(x): return logistic_p.bind(x)
@@ -390,6 +415,7 @@ def logistic_jvp(primals, tangents):                   # dσ = σ(1-σ) dx
     y = logistic(x)
     return y, mul(x_dot, mul(y, sub(1.0, y)))
 jvp_rules[logistic_p] = logistic_jvp
+batch_rules[logistic_p] = vectorized_batch_rule(logistic_p)
 
 # ---- sqrt, rsqrt, cbrt -------------------------------------------------------------------
 sqrt_p = Primitive("sqrt")
@@ -401,6 +427,7 @@ def sqrt_jvp(primals, tangents):                       # d√x = dx / (2√x)
     y = sqrt(x)
     return y, div(x_dot, mul(y, 2.0))
 jvp_rules[sqrt_p] = sqrt_jvp
+batch_rules[sqrt_p] = vectorized_batch_rule(sqrt_p)
 
 rsqrt_p = Primitive("rsqrt")
 def rsqrt(x): return rsqrt_p.bind(x)
@@ -411,6 +438,7 @@ def rsqrt_jvp(primals, tangents):                      # d x^(-1/2) = -y/(2x) dx
     y = rsqrt(x)
     return y, mul(x_dot, mul(div(y, x), -0.5))
 jvp_rules[rsqrt_p] = rsqrt_jvp
+batch_rules[rsqrt_p] = vectorized_batch_rule(rsqrt_p)
 
 cbrt_p = Primitive("cbrt")
 def cbrt(x): return cbrt_p.bind(x)
@@ -421,6 +449,7 @@ def cbrt_jvp(primals, tangents):                       # d x^(1/3) = dx / (3 y²
     y = cbrt(x)
     return y, div(x_dot, mul(square(y), 3.0))
 jvp_rules[cbrt_p] = cbrt_jvp
+batch_rules[cbrt_p] = vectorized_batch_rule(cbrt_p)
 
 # ---- trigonometric and hyperbolic -----------------------------------------------------------
 sin_p = Primitive("sin")
@@ -431,6 +460,7 @@ def sin_jvp(primals, tangents):                        # d sin x = cos x dx
     (x,), (x_dot,) = primals, tangents
     return sin(x), mul(x_dot, cos(x))
 jvp_rules[sin_p] = sin_jvp
+batch_rules[sin_p] = vectorized_batch_rule(sin_p)
 
 cos_p = Primitive("cos")
 def cos(x): return cos_p.bind(x)
@@ -440,6 +470,7 @@ def cos_jvp(primals, tangents):                        # d cos x = -sin x dx
     (x,), (x_dot,) = primals, tangents
     return cos(x), mul(x_dot, neg(sin(x)))
 jvp_rules[cos_p] = cos_jvp
+batch_rules[cos_p] = vectorized_batch_rule(cos_p)
 
 tan_p = Primitive("tan")
 def tan(x): return tan_p.bind(x)
@@ -450,6 +481,7 @@ def tan_jvp(primals, tangents):                        # d tan x = (1 + y²) dx
     y = tan(x)
     return y, mul(x_dot, add(square(y), 1.0))
 jvp_rules[tan_p] = tan_jvp
+batch_rules[tan_p] = vectorized_batch_rule(tan_p)
 
 asin_p = Primitive("asin")
 def asin(x): return asin_p.bind(x)
@@ -459,6 +491,7 @@ def asin_jvp(primals, tangents):                       # d asin x = dx / √(1-x
     (x,), (x_dot,) = primals, tangents
     return asin(x), mul(x_dot, rsqrt(sub(1.0, square(x))))
 jvp_rules[asin_p] = asin_jvp
+batch_rules[asin_p] = vectorized_batch_rule(asin_p)
 
 acos_p = Primitive("acos")
 def acos(x): return acos_p.bind(x)
@@ -468,6 +501,7 @@ def acos_jvp(primals, tangents):                       # d acos x = -dx / √(1-
     (x,), (x_dot,) = primals, tangents
     return acos(x), neg(mul(x_dot, rsqrt(sub(1.0, square(x)))))
 jvp_rules[acos_p] = acos_jvp
+batch_rules[acos_p] = vectorized_batch_rule(acos_p)
 
 atan_p = Primitive("atan")
 def atan(x): return atan_p.bind(x)
@@ -477,6 +511,7 @@ def atan_jvp(primals, tangents):                       # d atan x = dx / (1+x²)
     (x,), (x_dot,) = primals, tangents
     return atan(x), div(x_dot, add(square(x), 1.0))
 jvp_rules[atan_p] = atan_jvp
+batch_rules[atan_p] = vectorized_batch_rule(atan_p)
 
 atan2_p = Primitive("atan2")
 def atan2(x, y): return atan2_p.bind(*promote_scalars(x, y))
@@ -488,6 +523,7 @@ def atan2_jvp(primals, tangents):                      # d atan2(x,y) = (y dx - 
     return atan2(x, y), add_tangents(mul(x_dot, div(y, denom)) if nonzero(x_dot) else None,
                                      mul(y_dot, neg(div(x, denom))) if nonzero(y_dot) else None)
 jvp_rules[atan2_p] = atan2_jvp
+batch_rules[atan2_p] = broadcasting_batch_rule(atan2_p)
 
 sinh_p = Primitive("sinh")
 def sinh(x): return sinh_p.bind(x)
@@ -497,6 +533,7 @@ def sinh_jvp(primals, tangents):                       # d sinh x = cosh x dx
     (x,), (x_dot,) = primals, tangents
     return sinh(x), mul(x_dot, cosh(x))
 jvp_rules[sinh_p] = sinh_jvp
+batch_rules[sinh_p] = vectorized_batch_rule(sinh_p)
 
 cosh_p = Primitive("cosh")
 def cosh(x): return cosh_p.bind(x)
@@ -506,6 +543,7 @@ def cosh_jvp(primals, tangents):                       # d cosh x = sinh x dx
     (x,), (x_dot,) = primals, tangents
     return cosh(x), mul(x_dot, sinh(x))
 jvp_rules[cosh_p] = cosh_jvp
+batch_rules[cosh_p] = vectorized_batch_rule(cosh_p)
 
 asinh_p = Primitive("asinh")
 def asinh(x): return asinh_p.bind(x)
@@ -515,6 +553,7 @@ def asinh_jvp(primals, tangents):                      # d asinh x = dx / √(x�
     (x,), (x_dot,) = primals, tangents
     return asinh(x), mul(x_dot, rsqrt(add(square(x), 1.0)))
 jvp_rules[asinh_p] = asinh_jvp
+batch_rules[asinh_p] = vectorized_batch_rule(asinh_p)
 
 acosh_p = Primitive("acosh")
 def acosh(x): return acosh_p.bind(x)
@@ -524,6 +563,7 @@ def acosh_jvp(primals, tangents):                      # d acosh x = dx / √(x�
     (x,), (x_dot,) = primals, tangents
     return acosh(x), mul(x_dot, rsqrt(sub(square(x), 1.0)))
 jvp_rules[acosh_p] = acosh_jvp
+batch_rules[acosh_p] = vectorized_batch_rule(acosh_p)
 
 atanh_p = Primitive("atanh")
 def atanh(x): return atanh_p.bind(x)
@@ -533,6 +573,7 @@ def atanh_jvp(primals, tangents):                      # d atanh x = dx / (1-x²
     (x,), (x_dot,) = primals, tangents
     return atanh(x), div(x_dot, sub(1.0, square(x)))
 jvp_rules[atanh_p] = atanh_jvp
+batch_rules[atanh_p] = vectorized_batch_rule(atanh_p)
 
 # ---- erf family ---------------------------------------------------------------------------
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -545,6 +586,7 @@ def erf_jvp(primals, tangents):                        # d erf x = 2/√π·e^(-
     (x,), (x_dot,) = primals, tangents
     return erf(x), mul(x_dot, mul(exp(neg(square(x))), _TWO_OVER_SQRT_PI))
 jvp_rules[erf_p] = erf_jvp
+batch_rules[erf_p] = vectorized_batch_rule(erf_p)
 
 erfc_p = Primitive("erfc")
 def erfc(x): return erfc_p.bind(x)
@@ -554,6 +596,7 @@ def erfc_jvp(primals, tangents):                       # d erfc x = -2/√π·e^
     (x,), (x_dot,) = primals, tangents
     return erfc(x), mul(x_dot, mul(exp(neg(square(x))), -_TWO_OVER_SQRT_PI))
 jvp_rules[erfc_p] = erfc_jvp
+batch_rules[erfc_p] = vectorized_batch_rule(erfc_p)
 
 erf_inv_p = Primitive("erf_inv")
 def erf_inv(x): return erf_inv_p.bind(x)
@@ -564,6 +607,7 @@ def erf_inv_jvp(primals, tangents):                    # d erf⁻¹ x = √π/2�
     y = erf_inv(x)
     return y, mul(x_dot, mul(exp(square(y)), 1.0 / _TWO_OVER_SQRT_PI))
 jvp_rules[erf_inv_p] = erf_inv_jvp
+batch_rules[erf_inv_p] = vectorized_batch_rule(erf_inv_p)
 
 # ---- complex parts -------------------------------------------------------------------------
 real_p = Primitive("real")
@@ -577,6 +621,7 @@ def _complex_part_abstract_eval(name):
 abstract_eval_rules[real_p] = _complex_part_abstract_eval("real")
 jvp_rules[real_p] = lambda primals, tangents: (real(primals[0]), real(tangents[0]))
 transpose_rules[real_p] = lambda ct, x: [complex(ct, mul(ct, 0.0))]      # x̄ = ct + 0i
+batch_rules[real_p] = vectorized_batch_rule(real_p)
 
 imag_p = Primitive("imag")
 def imag(x): return imag_p.bind(x)
@@ -584,6 +629,7 @@ def imag(x): return imag_p.bind(x)
 abstract_eval_rules[imag_p] = _complex_part_abstract_eval("imag")
 jvp_rules[imag_p] = lambda primals, tangents: (imag(primals[0]), imag(tangents[0]))
 transpose_rules[imag_p] = lambda ct, x: [complex(mul(ct, 0.0), neg(ct))]  # x̄ = -i·ct
+batch_rules[imag_p] = vectorized_batch_rule(imag_p)
 
 complex_p = Primitive("complex")
 def complex(x, y): return complex_p.bind(*promote_scalars(x, y))  # noqa: A001
@@ -609,6 +655,7 @@ def complex_transpose(ct, x, y):                       # x̄ = Re ct, ȳ = -Im c
     return [_unbroadcast(real(ct), _aval(x)) if is_undefined(x) else None,
             _unbroadcast(neg(imag(ct)), _aval(y)) if is_undefined(y) else None]
 transpose_rules[complex_p] = complex_transpose
+batch_rules[complex_p] = broadcasting_batch_rule(complex_p)
 
 conj_p = Primitive("conj")
 def conj(x): return conj_p.bind(x)
@@ -616,3 +663,4 @@ def conj(x): return conj_p.bind(x)
 abstract_eval_rules[conj_p] = unop_abstract_eval("conj", (COMPLEX,))
 jvp_rules[conj_p] = lambda primals, tangents: (conj(primals[0]), conj(tangents[0]))
 transpose_rules[conj_p] = lambda ct, x: [conj(ct)]    # x̄ = conj(ct)
+batch_rules[conj_p] = vectorized_batch_rule(conj_p)

@@ -13,6 +13,7 @@ from fnad.core import (
     Primitive,
     ShapedArray,
     abstract_eval_rules,
+    batch_rules,
     get_aval,
     is_undefined,
     jvp_rules,
@@ -20,6 +21,7 @@ from fnad.core import (
     shape_error,
     transpose_rules,
 )
+from fnad.primitives._batching import broadcasting_batch_rule, vectorized_batch_rule
 from fnad.primitives._util import (
     ANY,
     BOOL,
@@ -63,42 +65,49 @@ def eq(x, y): return eq_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[eq_p] = naryop_abstract_eval("eq", ANY, result_dtype=np.bool_)
 jvp_rules[eq_p] = no_tangent_jvp(eq_p)
+batch_rules[eq_p] = broadcasting_batch_rule(eq_p)
 
 ne_p = Primitive("ne")
 def ne(x, y): return ne_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[ne_p] = naryop_abstract_eval("ne", ANY, result_dtype=np.bool_)
 jvp_rules[ne_p] = no_tangent_jvp(ne_p)
+batch_rules[ne_p] = broadcasting_batch_rule(ne_p)
 
 lt_p = Primitive("lt")
 def lt(x, y): return lt_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[lt_p] = naryop_abstract_eval("lt", ORDERED, result_dtype=np.bool_)
 jvp_rules[lt_p] = no_tangent_jvp(lt_p)
+batch_rules[lt_p] = broadcasting_batch_rule(lt_p)
 
 le_p = Primitive("le")
 def le(x, y): return le_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[le_p] = naryop_abstract_eval("le", ORDERED, result_dtype=np.bool_)
 jvp_rules[le_p] = no_tangent_jvp(le_p)
+batch_rules[le_p] = broadcasting_batch_rule(le_p)
 
 gt_p = Primitive("gt")
 def gt(x, y): return gt_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[gt_p] = naryop_abstract_eval("gt", ORDERED, result_dtype=np.bool_)
 jvp_rules[gt_p] = no_tangent_jvp(gt_p)
+batch_rules[gt_p] = broadcasting_batch_rule(gt_p)
 
 ge_p = Primitive("ge")
 def ge(x, y): return ge_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[ge_p] = naryop_abstract_eval("ge", ORDERED, result_dtype=np.bool_)
 jvp_rules[ge_p] = no_tangent_jvp(ge_p)
+batch_rules[ge_p] = broadcasting_batch_rule(ge_p)
 
 is_finite_p = Primitive("is_finite")
 def is_finite(x): return is_finite_p.bind(x)
 
 abstract_eval_rules[is_finite_p] = unop_abstract_eval("is_finite", (FLOAT,), np.bool_)
 jvp_rules[is_finite_p] = no_tangent_jvp(is_finite_p)
+batch_rules[is_finite_p] = vectorized_batch_rule(is_finite_p)
 
 # ---- logical and bitwise (booleans: logical; integers: bitwise) -------------------------
 and_p = Primitive("and")
@@ -106,30 +115,35 @@ def bitwise_and(x, y): return and_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[and_p] = naryop_abstract_eval("and", (BOOL, INT))
 jvp_rules[and_p] = no_tangent_jvp(and_p)
+batch_rules[and_p] = broadcasting_batch_rule(and_p)
 
 or_p = Primitive("or")
 def bitwise_or(x, y): return or_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[or_p] = naryop_abstract_eval("or", (BOOL, INT))
 jvp_rules[or_p] = no_tangent_jvp(or_p)
+batch_rules[or_p] = broadcasting_batch_rule(or_p)
 
 xor_p = Primitive("xor")
 def bitwise_xor(x, y): return xor_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[xor_p] = naryop_abstract_eval("xor", (BOOL, INT))
 jvp_rules[xor_p] = no_tangent_jvp(xor_p)
+batch_rules[xor_p] = broadcasting_batch_rule(xor_p)
 
 not_p = Primitive("not")
 def bitwise_not(x): return not_p.bind(x)
 
 abstract_eval_rules[not_p] = unop_abstract_eval("not", (BOOL, INT))
 jvp_rules[not_p] = no_tangent_jvp(not_p)
+batch_rules[not_p] = vectorized_batch_rule(not_p)
 
 shift_left_p = Primitive("shift_left")
 def shift_left(x, y): return shift_left_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[shift_left_p] = naryop_abstract_eval("shift_left", (INT,))
 jvp_rules[shift_left_p] = no_tangent_jvp(shift_left_p)
+batch_rules[shift_left_p] = broadcasting_batch_rule(shift_left_p)
 
 shift_right_arithmetic_p = Primitive("shift_right_arithmetic")
 def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(*promote_scalars(x, y))
@@ -137,18 +151,21 @@ def shift_right_arithmetic(x, y): return shift_right_arithmetic_p.bind(*promote_
 abstract_eval_rules[shift_right_arithmetic_p] = naryop_abstract_eval(
     "shift_right_arithmetic", (INT,))
 jvp_rules[shift_right_arithmetic_p] = no_tangent_jvp(shift_right_arithmetic_p)
+batch_rules[shift_right_arithmetic_p] = broadcasting_batch_rule(shift_right_arithmetic_p)
 
 shift_right_logical_p = Primitive("shift_right_logical")
 def shift_right_logical(x, y): return shift_right_logical_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[shift_right_logical_p] = naryop_abstract_eval("shift_right_logical", (INT,))
 jvp_rules[shift_right_logical_p] = no_tangent_jvp(shift_right_logical_p)
+batch_rules[shift_right_logical_p] = broadcasting_batch_rule(shift_right_logical_p)
 
 population_count_p = Primitive("population_count")
 def population_count(x): return population_count_p.bind(x)
 
 abstract_eval_rules[population_count_p] = unop_abstract_eval("population_count", (INT,))
 jvp_rules[population_count_p] = no_tangent_jvp(population_count_p)
+batch_rules[population_count_p] = vectorized_batch_rule(population_count_p)
 
 # ---- select_n: out = cases[which] elementwise ------------------------------------------
 select_n_p = Primitive("select_n")
@@ -197,6 +214,7 @@ def select_n_transpose(ct, which, *cases):             # case ī = ct where whic
         cts.append(_unbroadcast(select_n(which, *picks), c.aval))
     return cts
 transpose_rules[select_n_p] = select_n_transpose
+batch_rules[select_n_p] = broadcasting_batch_rule(select_n_p)
 
 # ---- clamp: min(max(x, lo), hi) --------------------------------------------------------
 clamp_p = Primitive("clamp")
@@ -218,6 +236,7 @@ def clamp_jvp(primals, tangents):                      # the tangent of whicheve
         terms.append(mul(hi_dot, convert_element_type(lt(hi, x), dt)))
     return out, add_tangents(*terms)
 jvp_rules[clamp_p] = clamp_jvp
+batch_rules[clamp_p] = broadcasting_batch_rule(clamp_p)
 
 # ---- convert_element_type ------------------------------------------------------------------
 convert_element_type_p = Primitive("convert_element_type")
@@ -248,6 +267,7 @@ def convert_element_type_transpose(ct, x, *, new_dtype, weak_type):
         ct = real(ct)
     return [convert_element_type_p.bind(ct, new_dtype=old, weak_type=x.aval.weak_type)]
 transpose_rules[convert_element_type_p] = convert_element_type_transpose
+batch_rules[convert_element_type_p] = broadcasting_batch_rule(convert_element_type_p)
 
 # ---- stop_gradient: identity whose tangent is zero -----------------------------------------
 stop_gradient_p = Primitive("stop_gradient")
@@ -255,3 +275,4 @@ def stop_gradient(x): return stop_gradient_p.bind(x)
 
 abstract_eval_rules[stop_gradient_p] = unop_abstract_eval("stop_gradient", ANY)
 jvp_rules[stop_gradient_p] = no_tangent_jvp(stop_gradient_p)
+batch_rules[stop_gradient_p] = vectorized_batch_rule(stop_gradient_p)

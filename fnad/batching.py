@@ -1,0 +1,182 @@
+"""fnad.batching: vmap, the vectorizing map, as a trace (BatchTrace).
+
+A BatchTracer is a value with one extra axis, `batch_dim` (None: the same value for
+every batch member). Each primitive's batching rule (`batch_rules`, registered in its
+block in primitives/) maps batched operands to a batched result in one call. A
+primitive without a rule is run once per batch member and the results stacked, with a
+warning: correct, but slow.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+from collections.abc import Callable
+
+import numpy as np
+
+from fnad import core, tree_util
+from fnad.core import Tracer, batch_rules, get_aval
+from fnad.primitives._batching import loop_batch, moveaxis
+from fnad.tracing import flatten_fun
+
+
+class BatchTracer(Tracer):
+    """`val` carries the batch along axis `batch_dim` (never None for a tracer)."""
+
+    __slots__ = ("val", "batch_dim")
+
+    def __init__(self, trace: BatchTrace, val, batch_dim: int):
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        a = get_aval(self.val)
+        shape = a.shape[:self.batch_dim] + a.shape[self.batch_dim + 1:]
+        return core.ShapedArray(shape, a.dtype, a.weak_type)
+
+    @property
+    def _where(self):
+        return self._trace.where
+
+
+class BatchTrace(core.Trace):
+    def __init__(self, parent, axis_size: int, description: str):
+        super().__init__(parent, description)
+        self.axis_size = axis_size
+
+    def val_bdim(self, x):
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, Tracer):
+            self.check_foreign(x)
+        return x, None
+
+    def process_primitive(self, prim, args, params):
+        vals, dims = zip(*(self.val_bdim(x) for x in args)) if args else ((), ())
+        with core.set_current_trace(self.parent):
+            if all(d is None for d in dims):
+                return prim.bind(*vals, **params)
+            rule = batch_rules.get(prim)
+            if rule is None:
+                out, out_dim = loop_batch(prim, vals, dims, self.axis_size, params)
+            else:
+                out, out_dim = rule(vals, dims, **params)
+        if prim.multiple_results:
+            return [self.pack(o, d) for o, d in zip(out, out_dim)]
+        return self.pack(out, out_dim)
+
+    def pack(self, val, bdim):
+        return val if bdim is None else BatchTracer(self, val, bdim)
+
+
+# ---- vmap --------------------------------------------------------------------------------------
+def _name(fun) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _check_axis_spec(where: str, ax):
+    if ax is not None and not (isinstance(ax, (int, np.integer)) and not isinstance(ax, bool)):
+        raise TypeError(f"vmap {where} must be an int, None, or a (nested) tuple/list/dict "
+                        f"of those matching the arguments; got {ax!r}")
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
+         axis_size: int | None = None, spmd_axis_name=None) -> Callable:
+    """Vectorize `fun` over the axes `in_axes` of its positional arguments.
+
+    `in_axes` is an int, None (not mapped), or a pytree prefix of the argument tuple of
+    those; `out_axes` likewise for the outputs. Keyword arguments are mapped over
+    axis 0. `axis_size` is needed only when no argument is mapped.
+    """
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)                      # a list at the top level means a tuple
+    for ax in tree_util.tree_leaves(in_axes, is_leaf=lambda x: x is None):
+        _check_axis_spec("in_axes", ax)
+    for ax in tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is None):
+        _check_axis_spec("out_axes", ax)
+
+    @functools.wraps(fun)
+    def vmapped(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                             f"corresponding to the positional arguments passed to the "
+                             f"function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}")
+        flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        try:
+            axes = tree_util.broadcast_prefix((in_axes, 0), (args, kwargs),
+                                              is_leaf=lambda x: x is None)
+        except ValueError as e:
+            raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
+                             f"arguments of {_name(fun)}: {e}") from None
+        axes = [_normalize_axis(ax, x, i) for i, (ax, x) in enumerate(zip(axes, flat))]
+        size = _axis_size(fun, flat, axes, axis_size)
+        trace = BatchTrace(core.current_trace(), size, f"vmap of {_name(fun)}")
+        flat_fun, out_tree = flatten_fun(fun, in_tree)
+        tracers = [x if ax is None else BatchTracer(trace, x, ax) for x, ax in zip(flat, axes)]
+        with core.new_trace(trace):
+            outs = flat_fun(*tracers)
+            pairs = [trace.val_bdim(o) for o in outs]
+        tree = out_tree[0]
+        try:
+            out_specs = tree_util.broadcast_prefix(out_axes, tree_util.tree_unflatten(
+                tree, [0] * tree.num_leaves), is_leaf=lambda x: x is None)
+        except ValueError as e:
+            raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
+                             f"outputs of {_name(fun)}: {e}") from None
+        results = [_place_output(v, d, ax, size, _name(fun)) for (v, d), ax in
+                   zip(pairs, out_specs)]
+        return tree_util.tree_unflatten(tree, results)
+
+    return vmapped
+
+
+def _normalize_axis(ax, x, i: int):
+    if ax is None:
+        return None
+    nd = get_aval(x).ndim
+    if not -nd <= ax < nd:
+        raise ValueError(f"vmap was asked to map over axis {ax} of argument leaf {i} with "
+                         f"shape {get_aval(x).shape} (rank {nd}); the axis must be in "
+                         f"range({-nd}, {nd})" + ("" if nd else " — a scalar cannot be "
+                                                   "mapped: pass None for it in in_axes"))
+    return int(ax) % nd
+
+
+def _axis_size(fun, flat, axes, axis_size):
+    sizes = {get_aval(x).shape[ax] for x, ax in zip(flat, axes) if ax is not None}
+    if axis_size is not None:
+        sizes.add(int(axis_size))
+    if not sizes:
+        raise ValueError(f"vmap of {_name(fun)}: no argument is mapped (in_axes is None for "
+                         "every leaf) and axis_size is not given, so the batch size is "
+                         "unknown")
+    if len(sizes) > 1:
+        detail = ", ".join(f"leaf {i} has size {get_aval(x).shape[ax]} along axis {ax}"
+                           for i, (x, ax) in enumerate(zip(flat, axes)) if ax is not None)
+        extra = f"; axis_size={axis_size}" if axis_size is not None else ""
+        raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {detail}{extra}")
+    return sizes.pop()
+
+
+def _place_output(val, bdim, out_axis, size: int, name: str):
+    from fnad.primitives.shape_ops import broadcast_in_dim
+    if out_axis is None:
+        if bdim is not None:
+            raise ValueError(f"vmap of {name} has an output that depends on the mapped axis, "
+                             "but out_axes is None for it")
+        return val
+    if bdim is None:                                  # the same for every member: broadcast
+        shape = get_aval(val).shape
+        out_shape = shape[:out_axis % (len(shape) + 1)] + (size,) + \
+            shape[out_axis % (len(shape) + 1):]
+        pos = out_axis % (len(shape) + 1)
+        dims = tuple(i for i in range(len(shape) + 1) if i != pos)
+        return broadcast_in_dim(val, out_shape, dims)
+    nd = get_aval(val).ndim
+    if not -nd <= out_axis < nd:
+        raise ValueError(f"vmap out_axes={out_axis} is out of range for an output of rank "
+                         f"{nd - 1}")
+    return moveaxis(val, bdim, out_axis % nd)

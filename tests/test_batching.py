@@ -1,0 +1,142 @@
+"""vmap: every primitive with a batching rule against a Python loop (spec table, several
+in_axes per spec), the in_axes/out_axes API, errors, the loop fallback, compositions."""
+import warnings
+
+import numpy as np
+import pytest
+from test_primitives import IDS, SPECS, _draw
+
+import fnad
+from fnad import core, lax, tree_util
+from fnad.core import Primitive
+
+B = 3
+BATCHED = [(s, i) for s, i in zip(SPECS, IDS) if s.prim in core.batch_rules]
+
+
+def _axes_options(n_dyn, ranks):
+    """in_axes choices: all at 0; the first mapped at its last axis, others unmapped;
+    only the last mapped."""
+    opts = [tuple(0 for _ in range(n_dyn))]
+    if n_dyn:
+        opts.append(tuple(-1 if k == 0 else None for k in range(n_dyn)))
+        opts.append(tuple(0 if k == n_dyn - 1 else None for k in range(n_dyn)))
+    return opts
+
+
+@pytest.mark.parametrize("spec", [s for s, _ in BATCHED], ids=[i for _, i in BATCHED])
+def test_vmap_matches_python_loop(spec):
+    dyn_idx = [i for i, a in enumerate(spec.args) if a.static is None]
+    members = [_draw(spec, seed) for seed in range(B)]
+    base = members[0]
+
+    def f(*dyn):
+        full = list(base)
+        for i, d in zip(dyn_idx, dyn):
+            full[i] = d
+        return spec.fun(*full)
+
+    for in_axes in _axes_options(len(dyn_idx), None):
+        stacked = []
+        for k, i in enumerate(dyn_idx):
+            ax = in_axes[k]
+            if ax is None:
+                stacked.append(base[i])
+            else:
+                stacked.append(np.stack([np.asarray(m[i]) for m in members], axis=ax))
+        got = fnad.vmap(f, in_axes=in_axes)(*stacked)
+        per = []
+        for b in range(B):
+            args = [base[i] if in_axes[k] is None else members[b][i]
+                    for k, i in enumerate(dyn_idx)]
+            per.append(f(*args))
+        for g_leaf, *p_leaves in zip(tree_util.tree_leaves(got),
+                                     *[tree_util.tree_leaves(p) for p in per]):
+            want = np.stack([np.asarray(p) for p in p_leaves])
+            np.testing.assert_allclose(np.asarray(g_leaf), want, rtol=1e-6, atol=1e-6,
+                                       err_msg=f"in_axes={in_axes}")
+            assert np.asarray(g_leaf).dtype == want.dtype
+
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+def test_in_axes_pytree_prefix_none_and_negative():
+    def f(p, x):
+        return lax.add(lax.mul(p["w"], x), p["b"])
+    p = {"w": np.ones(4, np.float32), "b": np.arange(3, dtype=np.float32)}
+    out = fnad.vmap(f, in_axes=({"w": None, "b": 0}, 0))(p, X)
+    np.testing.assert_allclose(out, X + p["b"][:, None])
+    out = fnad.vmap(f, in_axes=({"w": None, "b": 0}, -1), out_axes=1)(
+        {"w": np.ones(3, np.float32), "b": np.arange(4, dtype=np.float32)}, X)
+    np.testing.assert_allclose(out, X + np.arange(4))
+
+
+def test_out_axes_none_and_unmapped_outputs():
+    f = lambda x, c: (lax.sin(x), c)
+    s, c = fnad.vmap(f, in_axes=(0, None), out_axes=(0, None))(X, np.float32(2.0))
+    np.testing.assert_allclose(s, np.sin(X), rtol=1e-6)
+    assert np.shape(c) == ()
+    s, c = fnad.vmap(f, in_axes=(0, None))(X, np.float32(2.0))   # unmapped output broadcast
+    np.testing.assert_allclose(c, np.full(3, 2.0))
+
+
+def test_axis_size_without_mapped_args():
+    out = fnad.vmap(lambda c: lax.mul(c, 2.0), in_axes=None, axis_size=5)(np.float32(1.5))
+    np.testing.assert_allclose(out, np.full(5, 3.0))
+
+
+def test_nested_vmap_is_an_outer_product():
+    f = lambda a, b: lax.mul(a, b)
+    a, b = np.arange(3, dtype=np.float32), np.arange(4, dtype=np.float32)
+    out = fnad.vmap(fnad.vmap(f, in_axes=(None, 0)), in_axes=(0, None))(a, b)
+    np.testing.assert_allclose(out, np.outer(a, b))
+
+
+def test_vmap_of_grad_and_grad_through_vmap():
+    f = lambda x: lax.mul(lax.sin(x), x)
+    per_example = fnad.vmap(fnad.grad(f))(X.ravel())
+    np.testing.assert_allclose(per_example, np.cos(X.ravel()) * X.ravel() + np.sin(X.ravel()),
+                               rtol=1e-5)
+    total = lambda x: lax.reduce_sum(fnad.vmap(f)(x), axes=(0,))
+    np.testing.assert_allclose(fnad.grad(total)(X.ravel()), per_example, rtol=1e-5)
+    _, t = fnad.jvp(fnad.vmap(f), (X.ravel(),), (np.ones(12, np.float32),))
+    np.testing.assert_allclose(t, per_example, rtol=1e-5)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"inconsistent sizes.*size 3 along axis 0.*size 4"):
+        fnad.vmap(lax.add)(np.ones(3, np.float32), np.ones(4, np.float32))
+    with pytest.raises(ValueError, match=r"axis 2 .*shape \(3, 4\).*range\(-2, 2\)"):
+        fnad.vmap(lax.sin, in_axes=2)(X)
+    with pytest.raises(ValueError, match="scalar cannot be mapped"):
+        fnad.vmap(lax.sin)(np.float32(1.0))
+    with pytest.raises(ValueError, match=r"len\(in_axes\)=1, len\(args\)=2"):
+        fnad.vmap(lax.add, in_axes=(0,))(X, X)
+    with pytest.raises(TypeError, match="in_axes must be an int, None"):
+        fnad.vmap(lax.sin, in_axes="0")
+    with pytest.raises(ValueError, match="no argument is mapped"):
+        fnad.vmap(lax.sin, in_axes=None)(X)
+    with pytest.raises(ValueError, match="out_axes is None"):
+        fnad.vmap(lax.sin, out_axes=None)(X)
+    with pytest.raises(fnad.TracerBoolConversionError, match="vmap of f"):
+        def f(x):
+            return x if lax.gt(x, 0.0) else lax.neg(x)   # Python `if` on a batched value
+        fnad.vmap(f)(np.ones(3, np.float32))
+
+
+def test_primitive_without_rule_falls_back_to_a_loop_with_a_warning():
+    twice_p = Primitive("twice_for_test")
+    core.abstract_eval_rules[twice_p] = lambda x: x
+    from fnad.backends import get_backend
+    impls = get_backend("numpy").impl_rules
+    impls[twice_p] = lambda x: 2 * x
+    try:
+        with pytest.warns(UserWarning, match="'twice_for_test' has no batching rule"):
+            out = fnad.vmap(lambda x: twice_p.bind(x), in_axes=1)(X)
+        np.testing.assert_allclose(out, 2 * X.T)
+    finally:
+        del core.abstract_eval_rules[twice_p], impls[twice_p]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # built-in rules never warn
+        fnad.vmap(lax.sin)(X)
