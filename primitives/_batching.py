@@ -90,3 +90,20 @@ def vectorized_batch_rule(prim):
     return rule
 
 
+
+
+def axis_param_batch_rule(prim, param: str):
+    """Rule for primitives with a static axis parameter (an int or a tuple of ints):
+    every operand gets its batch axis first, and the axes shift by one."""
+    def shift(ax):
+        return ax + 1 if ax >= 0 else ax               # negative axes count from the end
+
+    def rule(vals, dims, **params):
+        size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+        args = [bdim_at_front(v, d, size) for v, d in zip(vals, dims)]
+        ax = params[param]
+        params = dict(params, **{param: tuple(map(shift, ax)) if isinstance(ax, tuple)
+                                 else shift(ax)})
+        out = prim.bind(*args, **params)
+        return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+    return rule

@@ -19,11 +19,12 @@ import operator
 
 import numpy as np
 
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, jvp_rules,
-                       shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       jvp_rules, shape_error, transpose_rules)
 from fnad.primitives import elementwise as ew
 from fnad.primitives import logic
 from fnad.primitives import shape_ops as so
+from fnad.primitives._batching import axis_param_batch_rule
 from fnad.primitives._util import FLOAT, INEXACT, INT, NUM, check_kind
 
 __all__ = ["cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum"]
@@ -118,6 +119,7 @@ jvp_rules[cumsum_p] = cumsum_jvp
 def cumsum_transpose(ct, x, *, axis, reverse):         # x̄_j = Σ_{i≥j} ct_i: the other direction
     return [cumsum_p.bind(ct, axis=axis, reverse=not reverse)]
 transpose_rules[cumsum_p] = cumsum_transpose
+batch_rules[cumsum_p] = axis_param_batch_rule(cumsum_p, "axis")
 
 
 # ---- cumprod --------------------------------------------------------------------------------
@@ -130,6 +132,7 @@ abstract_eval_rules[cumprod_p] = _cumulative_abstract_eval("cumprod", NUM)
 def cumprod_jvp(primals, tangents, *, axis, reverse):  # scan of d(ab) = da·b + a·db
     return _scan_jvp(cumprod_p, jvp_rules[ew.mul_p], primals, tangents, axis, reverse)
 jvp_rules[cumprod_p] = cumprod_jvp
+batch_rules[cumprod_p] = axis_param_batch_rule(cumprod_p, "axis")
 
 
 # ---- cummax / cummin ------------------------------------------------------------------------
@@ -142,6 +145,7 @@ abstract_eval_rules[cummax_p] = _cumulative_abstract_eval("cummax", (INT, FLOAT)
 def cummax_jvp(primals, tangents, *, axis, reverse):   # scan of d max(a, b): the winner's tangent
     return _scan_jvp(cummax_p, jvp_rules[ew.max_p], primals, tangents, axis, reverse)
 jvp_rules[cummax_p] = cummax_jvp
+batch_rules[cummax_p] = axis_param_batch_rule(cummax_p, "axis")
 
 cummin_p = Primitive("cummin")
 def cummin(operand, axis: int = 0, reverse: bool = False):
@@ -173,6 +177,7 @@ def _logaddexp_jvp(primals, tangents):
     out_ref = _replace_posinf(out)
     return out, ew.add(ew.mul(a_dot, ew.exp(ew.sub(_replace_posinf(a), out_ref))),
                        ew.mul(b_dot, ew.exp(ew.sub(_replace_posinf(b), out_ref))))
+batch_rules[cummin_p] = axis_param_batch_rule(cummin_p, "axis")
 
 
 cumlogsumexp_p = Primitive("cumlogsumexp")
@@ -185,3 +190,4 @@ abstract_eval_rules[cumlogsumexp_p] = _cumulative_abstract_eval("cumlogsumexp", 
 def cumlogsumexp_jvp(primals, tangents, *, axis, reverse):  # scan of the logaddexp JVP
     return _scan_jvp(cumlogsumexp_p, _logaddexp_jvp, primals, tangents, axis, reverse)
 jvp_rules[cumlogsumexp_p] = cumlogsumexp_jvp
+batch_rules[cumlogsumexp_p] = axis_param_batch_rule(cumlogsumexp_p, "axis")

@@ -15,8 +15,9 @@ import operator
 import numpy as np
 
 from fnad import dtypes
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, jvp_rules,
-                       shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       jvp_rules, shape_error, transpose_rules)
+from fnad.primitives._batching import axis_param_batch_rule
 from fnad.primitives._util import ANY, BOOL, INT, NUM, ORDERED, check_kind, no_tangent_jvp
 
 __all__ = ["argmax", "argmin", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
@@ -87,6 +88,7 @@ def _chooser_jvp(prim, primals, tangents, axes):
     where = convert_element_type(at_ans, x_aval.dtype)    # location indicators
     counts = reduce_sum_p.bind(where, axes=axes)
     return ans, div(reduce_sum_p.bind(mul(x_dot, where), axes=axes), counts)
+batch_rules[reduce_sum_p] = axis_param_batch_rule(reduce_sum_p, "axes")
 
 
 reduce_max_p = Primitive("reduce_max")
@@ -97,6 +99,7 @@ abstract_eval_rules[reduce_max_p] = _reduce_abstract_eval("reduce_max", ANY)
 def reduce_max_jvp(primals, tangents, *, axes):       # dx at the argmax, split among ties
     return _chooser_jvp(reduce_max_p, primals, tangents, axes)
 jvp_rules[reduce_max_p] = reduce_max_jvp
+batch_rules[reduce_max_p] = axis_param_batch_rule(reduce_max_p, "axes")
 
 reduce_min_p = Primitive("reduce_min")
 def reduce_min(operand, axes):
@@ -106,6 +109,7 @@ abstract_eval_rules[reduce_min_p] = _reduce_abstract_eval("reduce_min", ANY)
 def reduce_min_jvp(primals, tangents, *, axes):       # dx at the argmin, split among ties
     return _chooser_jvp(reduce_min_p, primals, tangents, axes)
 jvp_rules[reduce_min_p] = reduce_min_jvp
+batch_rules[reduce_min_p] = axis_param_batch_rule(reduce_min_p, "axes")
 
 
 # ---- reduce_prod -------------------------------------------------------------------------
@@ -135,6 +139,7 @@ def reduce_prod_jvp(primals, tangents, *, axes):      # d Πx = Σ_k dx_k·Π_{j
     after = pad(cumprod(x_flat, axis=0, reverse=True), one, back)  # Π_{j>k} x_j
     return ans, reduce_sum_p.bind(mul(t_flat, mul(before, after)), axes=(0,))
 jvp_rules[reduce_prod_p] = reduce_prod_jvp
+batch_rules[reduce_prod_p] = axis_param_batch_rule(reduce_prod_p, "axes")
 
 
 # ---- reduce_and / reduce_or / reduce_xor (bool: logical; integers: bitwise) --------------
@@ -144,6 +149,7 @@ def reduce_and(operand, axes):
 
 abstract_eval_rules[reduce_and_p] = _reduce_abstract_eval("reduce_and", (BOOL, INT), False)
 jvp_rules[reduce_and_p] = no_tangent_jvp(reduce_and_p)
+batch_rules[reduce_and_p] = axis_param_batch_rule(reduce_and_p, "axes")
 
 reduce_or_p = Primitive("reduce_or")
 def reduce_or(operand, axes):
@@ -151,6 +157,7 @@ def reduce_or(operand, axes):
 
 abstract_eval_rules[reduce_or_p] = _reduce_abstract_eval("reduce_or", (BOOL, INT), False)
 jvp_rules[reduce_or_p] = no_tangent_jvp(reduce_or_p)
+batch_rules[reduce_or_p] = axis_param_batch_rule(reduce_or_p, "axes")
 
 reduce_xor_p = Primitive("reduce_xor")
 def reduce_xor(operand, axes):
@@ -185,6 +192,7 @@ def _index_dtype(name: str, index_dtype) -> np.dtype:
     if not dtypes.is_int(dt):
         raise shape_error(name, f"index_dtype must be an integer type, got {dt.name}")
     return dt
+batch_rules[reduce_xor_p] = axis_param_batch_rule(reduce_xor_p, "axes")
 
 
 argmax_p = Primitive("argmax")
@@ -195,6 +203,7 @@ def argmax(operand, axis: int, index_dtype):
 
 abstract_eval_rules[argmax_p] = _argminmax_abstract_eval("argmax")
 jvp_rules[argmax_p] = no_tangent_jvp(argmax_p)
+batch_rules[argmax_p] = axis_param_batch_rule(argmax_p, "axes")
 
 argmin_p = Primitive("argmin")
 def argmin(operand, axis: int, index_dtype):
@@ -204,3 +213,4 @@ def argmin(operand, axis: int, index_dtype):
 
 abstract_eval_rules[argmin_p] = _argminmax_abstract_eval("argmin")
 jvp_rules[argmin_p] = no_tangent_jvp(argmin_p)
+batch_rules[argmin_p] = axis_param_batch_rule(argmin_p, "axes")

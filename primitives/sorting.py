@@ -22,10 +22,11 @@ import operator
 
 import numpy as np
 
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
-                       jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       is_undefined, jvp_rules, nonzero, shape_error, transpose_rules)
 from fnad.primitives import indexing
 from fnad.primitives import shape_ops as so
+from fnad.primitives._batching import axis_param_batch_rule
 from fnad.primitives._util import ANY, COMPLEX, check_kind
 
 __all__ = ["sort", "sort_key_val", "top_k"]
@@ -112,6 +113,7 @@ def sort_transpose(cts, *operands, dimension, is_stable, num_keys):  # xÃÑ = P‚Å
         out[i] = m
     return out
 transpose_rules[sort_p] = sort_transpose
+batch_rules[sort_p] = axis_param_batch_rule(sort_p, "dimension")
 
 
 # ---- top_k ---------------------------------------------------------------------------------
@@ -154,3 +156,4 @@ def top_k_jvp(primals, tangents, *, k, axis):          # d values = dx at the re
                                  mode=indexing.GatherScatterMode.PROMISE_IN_BOUNDS)
     return [values, indices], [values_dot, None]
 jvp_rules[top_k_p] = top_k_jvp
+batch_rules[top_k_p] = axis_param_batch_rule(top_k_p, "axis")
