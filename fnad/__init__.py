@@ -13,7 +13,7 @@ from fnad import primitives  # noqa: F401
 from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
 from fnad.batching import vmap
 from fnad.tracing import eval_shape, make_jaxpr
-from fnad import lax, nn, numpy  # noqa: F401,E402  (numpy installs the Array operators)
+from fnad import lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "config", "eval_shape", "grad", "jvp", "linearize",

@@ -1,0 +1,476 @@
+"""fnad.random: jax.random's counter-based PRNG (threefry2x32) and samplers.
+
+Owns the threefry2x32 hash, raw keys (uint32[2]) and the samplers built on them;
+imports only fnad.lax, fnad.numpy, fnad.dtypes and fnad.config. Everything is written
+with fnad.lax uint32 ops, so it runs eagerly and under fnad's transformations.
+
+Keys are always *raw* uint32[2] arrays (jax's legacy `PRNGKey` form). `key(seed)`
+returns that same raw array: fnad has no typed key dtype (jax's `key` returns a
+scalar of dtype key<fry>), so `key_data(k)` is the identity here.
+
+Bits follow jax 0.10's default `jax_threefry_partitionable=True` (counters are the
+flat index as a uint64 split into hi/lo words, the two hash outputs xor-ed); set
+`fnad.random.threefry_partitionable = False` for jax's original layout.
+
+    threefry2x32((k0, k1), (x0, x1)):  ks2 = k0 ^ k1 ^ 0x1BD11BDA
+        x += (k0, k1); 5 times: 4 rounds of (x0 += x1; x1 = rotl(x1, r) ^ x0),
+        rotations (13,15,26,6) / (17,29,16,24) alternating, then inject
+        x += (ks[i+1 % 3], ks[i+2 % 3] + i + 1)
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from fnad import dtypes as _dtypes
+from fnad import lax
+from fnad import numpy as jnp
+from fnad.config import config
+
+__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "exponential",
+           "fold_in", "gumbel", "key", "key_data", "normal", "permutation", "randint",
+           "split", "threefry_2x32", "threefry2x32", "truncated_normal", "uniform"]
+
+threefry_partitionable: bool = True           # jax 0.10's default jax_threefry_partitionable
+
+_U32 = np.dtype(np.uint32)
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+# ---- the hash ------------------------------------------------------------------------------
+def _rotl(x, d: int):
+    return lax.bitwise_or(lax.shift_left(x, d), lax.shift_right_logical(x, 32 - d))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """The threefry2x32 block cipher: uint32 key words k0, k1 (scalars) on counter
+    words x0, x1 (equal shapes) -> two uint32 arrays of that shape (20 rounds)."""
+    for v in (k0, k1, x0, x1):
+        if jnp.asarray(v).dtype != _U32:
+            raise TypeError("threefry2x32 requires uint32 arguments, got "
+                            + ", ".join(str(jnp.asarray(a).dtype) for a in (k0, k1, x0, x1)))
+    ks = [k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), 0x1BD11BDA)]
+    x = [lax.add(x0, ks[0]), lax.add(x1, ks[1])]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x[0] = lax.add(x[0], x[1])
+            x[1] = lax.bitwise_xor(x[0], _rotl(x[1], r))
+        x[0] = lax.add(x[0], ks[(i + 1) % 3])
+        x[1] = lax.add(lax.add(x[1], ks[(i + 2) % 3]), i + 1)
+    return x[0], x[1]
+
+
+def threefry_2x32(key, count):
+    """jax's `threefry_2x32`: hash uint32 `count` (any shape) by halves -> same shape."""
+    k0, k1 = _key_words(key)
+    count = jnp.asarray(count)
+    n = count.size
+    flat = lax.reshape(count, (n,))                                   # [n]
+    if n % 2:
+        flat = lax.concatenate([flat, jnp.zeros((1,), _U32)], 0)       # [n + 1]
+    h = flat.shape[0] // 2
+    y0, y1 = threefry2x32(k0, k1, flat[:h], flat[h:])
+    out = lax.concatenate([y0, y1], 0)                               # [2h]
+    return lax.reshape(out[:n], count.shape)
+
+
+# ---- keys --------------------------------------------------------------------------------
+def _check_key(name: str, key):
+    k = jnp.asarray(key)
+    if k.shape != (2,) or k.dtype != _U32:
+        raise TypeError(f"{name}: expected a raw PRNG key of shape (2,) and dtype uint32 "
+                        f"(from fnad.random.PRNGKey), got shape {k.shape} dtype {k.dtype}")
+    return k
+
+
+def _key_words(key):
+    k = _check_key("threefry_2x32", key)
+    return lax.reshape(k[0:1], ()), lax.reshape(k[1:2], ())
+
+
+def PRNGKey(seed) -> jnp.ndarray:
+    """A raw key uint32[2] from an integer seed, as jax.random.PRNGKey.
+
+    With jax_enable_x64 the 64-bit seed splits into [hi, lo] words; without it the
+    seed is first wrapped to int32 (so the high word is 0), exactly as jax does.
+    """
+    if isinstance(seed, (bool, np.bool_)) or (
+            not isinstance(seed, (int, np.integer)) and not hasattr(seed, "dtype")):
+        raise TypeError(f"PRNGKey: seed must be an integer, got {type(seed).__name__}")
+    if hasattr(seed, "dtype") and not isinstance(seed, np.integer):
+        s = jnp.asarray(seed)
+        if s.ndim:
+            raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of "
+                            f"shape {s.shape} != (). Use vmap for batching")
+        if not _dtypes.is_int(s.dtype):
+            raise TypeError(f"PRNGKey: seed must be an integer, got dtype {s.dtype}")
+        lo = lax.convert_element_type(s, np.uint32)                   # wraps mod 2**32
+        if s.dtype.itemsize == 8:
+            hi = lax.convert_element_type(lax.shift_right_logical(s, 32), np.uint32)
+        else:
+            hi = jnp.zeros((), _U32)
+        return jnp.stack([hi, lo])
+    seed = int(seed)
+    if not -2 ** 63 <= seed < 2 ** 63:
+        raise OverflowError(f"PRNGKey: seed {seed} does not fit in int64")
+    u = seed % 2 ** 64
+    hi = u >> 32 if config.jax_enable_x64 else 0                      # x32: seed is int32
+    return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
+
+
+def key(seed) -> jnp.ndarray:
+    """Same as PRNGKey: fnad has no typed key arrays, so this is a raw uint32[2] key."""
+    return PRNGKey(seed)
+
+
+def key_data(keys) -> jnp.ndarray:
+    """The uint32 words of a key (the identity: fnad keys are already raw)."""
+    k = jnp.asarray(keys)
+    if k.dtype != _U32 or not k.shape or k.shape[-1] != 2:
+        raise TypeError(f"key_data: expected raw keys of shape (..., 2) and dtype uint32, "
+                        f"got shape {k.shape} dtype {k.dtype}")
+    return k
+
+
+def _iota_2x32(shape):
+    """The row-major flat index over `shape` as uint64, split into (hi, lo) uint32."""
+    n = math.prod(shape)
+    if n > 2 ** 32:
+        raise NotImplementedError("fnad.random: more than 2**32 random values at once")
+    lo = lax.reshape(lax.iota(np.uint32, n), shape) if n else jnp.zeros(shape, _U32)
+    return jnp.zeros(shape, _U32), lo
+
+
+def split(key, num: int | Sequence[int] = 2) -> jnp.ndarray:
+    """`num` new keys from `key`: uint32[num, 2] (or uint32[*num, 2] for a tuple)."""
+    k = _check_key("split", key)
+    shape = tuple(int(d) for d in num) if isinstance(num, Sequence) else (int(num),)
+    k0, k1 = _key_words(k)
+    if threefry_partitionable:
+        c_hi, c_lo = _iota_2x32(shape)
+        b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
+        return jnp.stack([b0, b1], axis=len(shape))                   # [*shape, 2]
+    n = math.prod(shape)
+    return lax.reshape(threefry_2x32(k, lax.iota(np.uint32, 2 * n)), (*shape, 2))
+
+
+def fold_in(key, data) -> jnp.ndarray:
+    """A new key from `key` and a 32-bit integer `data` (hash of PRNGKey-style data)."""
+    k = _check_key("fold_in", key)
+    if np.ndim(data):
+        raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
+                        f"{np.shape(data)} != (). Use vmap for batching.")
+    if isinstance(data, (int, np.integer)):
+        d = jnp.asarray(np.array(int(data) % 2 ** 32, np.uint32))
+    else:
+        d = lax.convert_element_type(jnp.asarray(data), np.uint32)
+    count = jnp.stack([jnp.zeros((), _U32), d])                       # threefry_seed(data)
+    return threefry_2x32(k, count)
+
+
+# ---- bits ----------------------------------------------------------------------------------
+def _random_bits(key, bit_width: int, shape: tuple[int, ...]):
+    dtype = _UINT[bit_width]
+    if threefry_partitionable:
+        k0, k1 = _key_words(key)
+        c_hi, c_lo = _iota_2x32(shape)
+        b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
+        if bit_width == 64:
+            hi = lax.convert_element_type(b0, dtype)
+            return lax.bitwise_or(lax.shift_left(hi, 32), lax.convert_element_type(b1, dtype))
+        out = lax.bitwise_xor(b0, b1)
+        return out if bit_width == 32 else lax.convert_element_type(out, dtype)
+    size = math.prod(shape)
+    max_count = -(-bit_width * size // 32)
+    if max_count >= 2 ** 32 - 1:
+        raise NotImplementedError("fnad.random: more than 2**32 random words at once")
+    words = threefry_2x32(key, lax.iota(np.uint32, max_count))        # [max_count]
+    if bit_width == 64:
+        hi, lo = (lax.convert_element_type(w, dtype)
+                  for w in (words[:max_count // 2], words[max_count // 2:]))
+        return lax.reshape(lax.bitwise_or(lax.shift_left(hi, 32), lo), shape)
+    if bit_width in (8, 16):                                          # words.view(dtype)
+        per = 32 // bit_width
+        shifts = lax.mul(lax.iota(np.uint32, per), bit_width)         # [per]
+        parts = lax.shift_right_logical(
+            lax.broadcast_in_dim(words, (max_count, per), (0,)),
+            lax.broadcast_in_dim(shifts, (max_count, per), (1,)))     # [max_count, per]
+        parts = lax.bitwise_and(parts, (1 << bit_width) - 1)
+        flat = lax.reshape(parts, (max_count * per,))
+        return lax.reshape(lax.convert_element_type(flat, dtype)[:size], shape)
+    return lax.reshape(words, shape)
+
+
+def bits(key, shape: Sequence[int] = (), dtype=None) -> jnp.ndarray:
+    """Uniform random bits: unsigned integers of `shape` (default dtype uint32, or uint64
+    under jax_enable_x64)."""
+    k = _check_key("bits", key)
+    dtype = np.dtype(np.uint64 if config.jax_enable_x64 else np.uint32) if dtype is None \
+        else _dtypes.canonicalize_dtype(dtype)
+    if dtype.kind != "u":
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    return _random_bits(k, dtype.itemsize * 8, _shape(shape))
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    out = tuple(int(d) for d in shape)
+    if any(d < 0 for d in out):
+        raise ValueError(f"shape must contain non-negative integers, got {out}")
+    return out
+
+
+def _check_shape(name: str, shape, *param_shapes) -> None:
+    if param_shapes:
+        got = np.broadcast_shapes(shape, *param_shapes)
+        if got != tuple(shape):
+            raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape "
+                             f"argument, and the result of broadcasting the shapes must equal "
+                             f"the shape argument, but got result {got} for shape argument "
+                             f"{tuple(shape)}.")
+
+
+def _float_dtype(name: str, dtype):
+    dtype = _dtypes.canonicalize_dtype(_dtypes.default_float_dtype() if dtype is None
+                                       else dtype)
+    if not _dtypes.is_float(dtype):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dtype}")
+    return dtype
+
+
+def _bcast(x, shape):
+    """x (scalar or broadcast-compatible) broadcast to `shape`."""
+    return jnp.broadcast_to(x, shape)
+
+
+# ---- samplers ------------------------------------------------------------------------------
+def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0.0, maxval=1.0):
+    """Uniform floats in [minval, maxval) of `shape`.
+
+    jax's mantissa trick: the top nmant random bits become the mantissa of a float in
+    [1, 2), minus 1. Without a bitcast primitive the float is built as 1 + m * 2**-nmant
+    (exact in the target dtype), so the values equal jax's bit for bit.
+    """
+    k = _check_key("uniform", key)
+    shape = _shape(shape)
+    dtype = _float_dtype("uniform", dtype)
+    _check_shape("uniform", shape, np.shape(minval), np.shape(maxval))
+    finfo = _dtypes.finfo(dtype)
+    nbits, nmant = finfo.bits, int(finfo.nmant)
+    rng_bits = 8 if nmant < 8 else nbits
+    b = _random_bits(k, rng_bits, shape)
+    mant = lax.shift_right_logical(b, rng_bits - nmant)               # [shape] < 2**nmant
+    # m * 2**-nmant is exact in float32 only when m fits its 24-bit significand: go via
+    # a wide float, then round (exactly) to dtype.
+    wide = np.float64 if nbits == 64 else np.float32
+    floats = lax.mul(lax.convert_element_type(mant, wide), float(2.0 ** -nmant))
+    floats = lax.convert_element_type(floats, dtype)                 # exact: m / 2**nmant
+    lo = lax.convert_element_type(jnp.asarray(minval), dtype)
+    hi = lax.convert_element_type(jnp.asarray(maxval), dtype)
+    out = lax.add(lax.mul(floats, lax.sub(_bcast(hi, shape), _bcast(lo, shape))),
+                  _bcast(lo, shape))
+    return lax.max(_bcast(lo, shape), out)
+
+
+def normal(key, shape: Sequence[int] = (), dtype=None):
+    """Standard normal floats: sqrt(2) * erf_inv(u), u ~ uniform(nextafter(-1, 0), 1)."""
+    dtype = _float_dtype("normal", dtype)
+    lo = float(np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype)))
+    u = uniform(key, shape, dtype, lo, 1.0)
+    return lax.mul(lax.erf_inv(u), float(np.sqrt(np.array(2.0, dtype))))
+
+
+def exponential(key, shape: Sequence[int] = (), dtype=None):
+    """Exponential(1) floats: -log1p(-u)."""
+    dtype = _float_dtype("exponential", dtype)
+    return lax.neg(lax.log1p(lax.neg(uniform(key, shape, dtype))))
+
+
+def gumbel(key, shape: Sequence[int] = (), dtype=None):
+    """Standard Gumbel floats: -log(-log(u)), u ~ uniform(tiny, 1) (jax's mode='low')."""
+    dtype = _float_dtype("gumbel", dtype)
+    tiny = float(_dtypes.finfo(dtype).tiny)
+    return lax.neg(lax.log(lax.neg(lax.log(uniform(key, shape, dtype, tiny, 1.0)))))
+
+
+def bernoulli(key, p=0.5, shape: Sequence[int] | None = None):
+    """Booleans, True with probability p: uniform(key, shape) < p (jax's mode='low')."""
+    k = _check_key("bernoulli", key)
+    p = jnp.asarray(p)
+    if not _dtypes.is_float(p.dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {p.dtype}.")
+    shape = p.shape if shape is None else _shape(shape)
+    _check_shape("bernoulli", shape, p.shape)
+    return lax.lt(uniform(k, shape, p.dtype), _bcast(p, shape))
+
+
+def randint(key, shape: Sequence[int], minval, maxval, dtype=None):
+    """Integers in [minval, maxval) of `shape` (jax's algorithm: two words per value,
+    combined modulo the span, so values match jax's)."""
+    k = _check_key("randint", key)
+    shape = _shape(shape)
+    dtype = _dtypes.canonicalize_dtype(_dtypes.default_int_dtype() if dtype is None
+                                       else dtype)
+    if not _dtypes.is_int(dtype):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+    info = np.iinfo(dtype)
+    static = [v for v in (minval, maxval) if isinstance(v, (int, np.integer))]
+    if len(static) == 2 and int(minval) >= int(maxval):
+        raise ValueError(f"randint: minval ({minval}) must be less than maxval ({maxval})")
+    if any(isinstance(v, (float, np.floating)) for v in (minval, maxval)):
+        raise TypeError("randint: minval and maxval must be integers")
+
+    def clip_convert(v):
+        if isinstance(v, (int, np.integer)):
+            return jnp.asarray(np.array(min(max(int(v), info.min), info.max), dtype))
+        v = jnp.asarray(v)
+        wide = np.int64 if config.jax_enable_x64 else np.int32
+        return lax.convert_element_type(jnp.clip(v, max(info.min, np.iinfo(wide).min),
+                                                 min(info.max, np.iinfo(wide).max)), dtype)
+
+    maxval_out_of_range = isinstance(maxval, (int, np.integer)) and int(maxval) > info.max
+    lo, hi = clip_convert(minval), clip_convert(maxval)
+    lo, hi = _bcast(lo, shape), _bcast(hi, shape)
+    nbits = info.bits
+    k1, k2 = split(k)
+    higher, lower = _random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape)
+    udt = _UINT[nbits]
+    span = lax.convert_element_type(lax.sub(hi, lo), udt)
+    span = lax.select(lax.le(hi, lo), jnp.ones(shape, udt), span)   # empty range -> minval
+    if maxval_out_of_range:
+        span = lax.select(lax.gt(hi, lo), lax.add(span, 1), span)
+    zero = lax.eq(span, jnp.zeros(shape, udt))                       # span wrapped: full range
+    safe = lax.select(zero, jnp.ones(shape, udt), span)
+
+    def rem(x):                                                       # XLA: x rem 0 = x
+        return lax.select(zero, x, lax.rem(x, safe))
+    mult = rem(jnp.full(shape, 2 ** (nbits // 2), udt))               # 2**nbits % span
+    mult = rem(lax.mul(mult, mult))
+    off = rem(lax.add(lax.mul(rem(higher), mult), rem(lower)))
+    return lax.add(lo, lax.convert_element_type(off, dtype))
+
+
+def truncated_normal(key, lower, upper, shape: Sequence[int] | None = None, dtype=None):
+    """Normal floats truncated to the open interval (lower, upper) (inverse-CDF method)."""
+    k = _check_key("truncated_normal", key)
+    dtype = _float_dtype("truncated_normal", dtype)
+    if shape is None:
+        shape = np.broadcast_shapes(np.shape(lower), np.shape(upper))
+    else:
+        shape = _shape(shape)
+        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    sqrt2 = float(np.sqrt(np.array(2.0, dtype)))
+    lower = lax.convert_element_type(jnp.asarray(lower), dtype)
+    upper = lax.convert_element_type(jnp.asarray(upper), dtype)
+    a = lax.erf(lax.div(lower, sqrt2))
+    b = lax.erf(lax.div(upper, sqrt2))
+    u = uniform(k, shape, dtype, minval=a, maxval=b)
+    out = lax.mul(lax.erf_inv(u), sqrt2)
+    lo = _nextafter(lax.stop_gradient(lower), np.inf, dtype)
+    hi = _nextafter(lax.stop_gradient(upper), -np.inf, dtype)
+    return jnp.clip(out, lo, hi)
+
+
+def _nextafter(x, toward: float, dtype):
+    """np.nextafter(x, toward) for concrete x; for traced x, x moved by one ulp of |x|
+    (a clamp bound only, so that approximation keeps samples inside the interval)."""
+    try:
+        v = np.asarray(x)
+    except Exception:                                                  # a tracer
+        finfo = _dtypes.finfo(dtype)
+        step = lax.max(lax.mul(lax.abs(x), float(finfo.eps)), float(finfo.tiny))
+        return lax.add(x, step) if toward > 0 else lax.sub(x, step)
+    return jnp.asarray(np.nextafter(v.astype(dtype), np.array(toward, dtype)))
+
+
+def categorical(key, logits, axis: int = -1, shape: Sequence[int] | None = None):
+    """Samples of index along `axis` with probabilities softmax(logits) (Gumbel max):
+    argmax(logits + gumbel noise). Result shape: logits' shape without `axis`, or
+    `shape` (which must end with that batch shape)."""
+    k = _check_key("categorical", key)
+    logits = jnp.asarray(logits)
+    nd = logits.ndim
+    if not -nd <= axis < nd:
+        raise ValueError(f"categorical: axis {axis} is out of bounds for logits of rank {nd}")
+    batch_shape = tuple(np.delete(logits.shape, axis))
+    shape = batch_shape if shape is None else _shape(shape)
+    _check_shape("categorical", shape, batch_shape)
+    prefix = shape[:len(shape) - len(batch_shape)]
+    ax = axis - nd if axis >= 0 else axis                             # negative axis
+    logits_shape = list(shape[len(shape) - len(batch_shape):])
+    logits_shape.insert(ax % nd, logits.shape[ax])
+    noise = gumbel(k, (*prefix, *logits_shape), logits.dtype)
+    expanded = lax.reshape(logits, (1,) * len(prefix) + logits.shape)
+    return jnp.argmax(noise + expanded, axis=ax)
+
+
+def _shuffle(key, x, axis: int):
+    """jax's shuffle: sort by fresh random 32-bit keys, ceil(3 ln n / ln(2**32 - 1)) rounds."""
+    rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        key, subkey = split(key)
+        sort_keys = _random_bits(subkey, 32, x.shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+def permutation(key, x, axis: int = 0):
+    """A random permutation of range(x) (x an int) or of x's entries along `axis`."""
+    k = _check_key("permutation", key)
+    if isinstance(x, (int, np.integer)):
+        return _shuffle(k, jnp.arange(int(x)), 0)
+    x = jnp.asarray(x)
+    if x.ndim == 0:
+        raise TypeError("permutation: x must be an integer or at least 1-dimensional")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"permutation: axis {axis} is out of bounds for rank {x.ndim}")
+    axis %= x.ndim
+    if x.ndim == 1:
+        return _shuffle(k, x, axis)
+    ind = _shuffle(k, jnp.arange(x.shape[axis]), 0)
+    return jnp.take(x, ind, axis=axis)
+
+
+def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis: int = 0):
+    """Samples from a (an int n: range(n)) along `axis`: uniform with replacement via
+    randint, without replacement via a permutation prefix; `p` weights use Gumbel top-k /
+    inverse CDF as jax."""
+    k = _check_key("choice", key)
+    shape = _shape(shape)
+    if isinstance(a, (int, np.integer)):
+        n, arr = int(a), None
+    else:
+        arr = jnp.asarray(a)
+        if arr.ndim == 0:
+            raise ValueError("choice: a must be an integer or at least 1-dimensional")
+        n = arr.shape[axis]
+    size = math.prod(shape)
+    if not replace and size > n:
+        raise ValueError("choice: cannot take a larger sample than population when "
+                         "replace=False")
+    if p is None:
+        if replace:
+            ind = randint(k, shape, 0, n)
+        else:
+            ind = lax.reshape(permutation(k, n)[:size], shape)
+    else:
+        p = jnp.asarray(p)
+        if p.shape != (n,):
+            raise ValueError(f"choice: p must be of shape ({n},), got {p.shape}")
+        if replace:
+            cdf = jnp.cumsum(p)
+            r = lax.mul(cdf[-1], lax.sub(1.0, uniform(k, shape, p.dtype)))
+            ind = jnp.searchsorted(cdf, r, side="left").astype(np.int32)
+        else:
+            g = lax.add(gumbel(k, (n,), p.dtype), jnp.log(p))
+            ind = lax.reshape(lax.top_k(g, size)[1], shape)
+    if arr is None:
+        return ind
+    return jnp.take(arr, lax.reshape(ind, (size,)), axis=axis).reshape(
+        arr.shape[:axis] + shape + arr.shape[axis + 1:])
