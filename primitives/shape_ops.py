@@ -17,11 +17,13 @@ import operator
 import numpy as np
 
 from fnad import core, dtypes
-from fnad.core import (Array, Primitive, ShapedArray, Tracer, abstract_eval_rules, get_aval,
+from fnad.core import (Array, Primitive, ShapedArray, Tracer, abstract_eval_rules, batch_rules,
+                       get_aval,
                        is_undefined, is_zero, jvp_rules, nonzero, shape_error, transpose_rules)
 from fnad.primitives import elementwise as _ew
 from fnad.primitives import logic as _logic
 from fnad.primitives import reductions as _red
+from fnad.primitives._batching import axis_param_batch_rule, bdim_at_front
 from fnad.primitives._util import NUM, check_kind, no_tangent_jvp, promote_scalars, scalar_like
 
 __all__ = [
@@ -107,6 +109,12 @@ def broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions):
     out = _red.reduce_sum(ct, axes=axes) if axes else ct
     return [reshape(out, in_shape) if stretched else out]
 transpose_rules[broadcast_in_dim_p] = broadcast_in_dim_transpose
+def broadcast_in_dim_batch(vals, dims, *, shape, broadcast_dimensions):
+    (x,), (d,) = vals, dims                            # the batch axis leads, in and out
+    x = bdim_at_front(x, d, 0)
+    return broadcast_in_dim(x, (_aval(x).shape[0],) + shape,
+                            (0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+batch_rules[broadcast_in_dim_p] = broadcast_in_dim_batch
 
 
 def _fill_scalar(fill_value, dtype, weak: bool):
@@ -199,6 +207,10 @@ jvp_rules[reshape_p] = _linear_jvp(reshape_p)            # d reshape(x) = reshap
 def reshape_transpose(ct, x, *, new_sizes):              # x̄ = ct in x's shape
     return [reshape(ct, x.aval.shape)]
 transpose_rules[reshape_p] = reshape_transpose
+def reshape_batch(vals, dims, *, new_sizes):          # [B, ...] -> [B, *new_sizes]
+    x = bdim_at_front(vals[0], dims[0], 0)
+    return reshape_p.bind(x, new_sizes=(_aval(x).shape[0],) + new_sizes), 0
+batch_rules[reshape_p] = reshape_batch
 
 
 def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
@@ -230,6 +242,12 @@ jvp_rules[transpose_p] = _linear_jvp(transpose_p)        # d xᵀ = (dx)ᵀ
 def transpose_transpose(ct, x, *, permutation):          # x̄ = ct with the inverse permutation
     return [transpose(ct, _ints(np.argsort(permutation)))]
 transpose_rules[transpose_p] = transpose_transpose
+def transpose_batch(vals, dims, *, permutation):       # keep the batch axis where it is
+    (x,), (d,) = vals, dims
+    perm = [p + (p >= d) for p in permutation]
+    perm.insert(d, d)
+    return transpose_p.bind(x, permutation=tuple(perm)), d
+batch_rules[transpose_p] = transpose_batch
 
 
 # ---- squeeze ---------------------------------------------------------------------------
@@ -259,6 +277,7 @@ jvp_rules[squeeze_p] = _linear_jvp(squeeze_p)            # d squeeze(x) = squeez
 def squeeze_transpose(ct, x, *, dimensions):             # x̄ = ct with the size-1 dims back
     return [expand_dims(ct, dimensions)]
 transpose_rules[squeeze_p] = squeeze_transpose
+batch_rules[squeeze_p] = axis_param_batch_rule(squeeze_p, "dimensions")
 
 
 # ---- rev -------------------------------------------------------------------------------
@@ -279,6 +298,7 @@ jvp_rules[rev_p] = _linear_jvp(rev_p)                    # d rev(x) = rev(dx)
 def rev_transpose(ct, x, *, dimensions):                 # x̄ = rev(ct) (its own adjoint)
     return [rev(ct, dimensions)]
 transpose_rules[rev_p] = rev_transpose
+batch_rules[rev_p] = axis_param_batch_rule(rev_p, "dimensions")
 
 
 # ---- concatenate -----------------------------------------------------------------------
@@ -330,6 +350,7 @@ def concatenate_transpose(ct, *xs, dimension):           # x̄_i = the slice of 
         start += size
     return cts
 transpose_rules[concatenate_p] = concatenate_transpose
+batch_rules[concatenate_p] = axis_param_batch_rule(concatenate_p, "dimension")
 
 
 # ---- pad -------------------------------------------------------------------------------
@@ -385,6 +406,20 @@ def pad_transpose(ct, x, v, *, padding_config):          # x̄ = ct at x's place
         v_bar = _ew.sub(_red.reduce_sum(ct, every), _red.reduce_sum(x_bar, every))
     return [x_bar if is_undefined(x) else None, v_bar]
 transpose_rules[pad_p] = pad_transpose
+def pad_batch(vals, dims, *, padding_config):          # a batched pad value: pad with 0,
+    (x, v), (xd, vd) = vals, dims                      # then fill the margins with v
+    size = _aval(x).shape[xd] if xd is not None else _aval(v).shape[vd]
+    x = bdim_at_front(x, xd, size)
+    config = ((0, 0, 0),) + padding_config
+    if vd is None:
+        return pad_p.bind(x, v, padding_config=config), 0
+    zero = np.zeros((), _aval(x).dtype)
+    padded = pad_p.bind(x, zero, padding_config=config)
+    inside = pad_p.bind(full_like(x, True, np.bool_), np.zeros((), np.bool_),
+                        padding_config=config)
+    v = broadcast_in_dim(bdim_at_front(v, vd, size), _aval(padded).shape, (0,))
+    return _logic.select_n(inside, v, padded), 0
+batch_rules[pad_p] = pad_batch
 
 
 # ---- slice -----------------------------------------------------------------------------
@@ -422,6 +457,12 @@ def slice_transpose(ct, x, *, start_indices, limit_indices, strides):
                                             strict=True))
     return [pad_p.bind(ct, np.zeros((), get_aval(ct).dtype), padding_config=config)]
 transpose_rules[slice_p] = slice_transpose
+def slice_batch(vals, dims, *, start_indices, limit_indices, strides):
+    x = bdim_at_front(vals[0], dims[0], 0)             # take the whole batch axis
+    return slice_p.bind(x, start_indices=(0,) + start_indices,
+                        limit_indices=(_aval(x).shape[0],) + limit_indices,
+                        strides=None if strides is None else (1,) + strides), 0
+batch_rules[slice_p] = slice_batch
 
 
 def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stride: int = 1,
