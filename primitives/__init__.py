@@ -5,7 +5,8 @@ families: elementwise (arithmetic, transcendental, complex parts), logic
 (comparisons, bitwise, select_n, convert_element_type, stop_gradient),
 reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
 shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
+decompositions (cholesky, triangular_solve, lu),
 indexing (gather and the scatters), sorting (sort, top_k).
 """
-from fnad.primitives import (cumulative, elementwise, indexing, linalg, logic,  # noqa: F401
-                             reductions, shape_ops, sorting)
+from fnad.primitives import (cumulative, decompositions, elementwise, indexing,  # noqa: F401
+                             linalg, logic, reductions, shape_ops, sorting)

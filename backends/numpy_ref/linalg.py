@@ -1,4 +1,7 @@
-"""NumPy implementation of dot_general: one np.matmul (BLAS for float32/64, complex).
+"""NumPy implementations of dot_general and the decompositions (cholesky, triangular_solve,
+lu: scipy LAPACK per matrix of the batch, NaNs where cholesky fails, as JAX).
+
+dot_general: one np.matmul (BLAS for float32/64, complex).
 
 Both operands are permuted to [batch..., M, K] and [batch..., K, N] (views), reshaped
 (free when already contiguous: a plain matmul, a batched matmul and [B,T,C]@[C,F]
@@ -13,6 +16,7 @@ import numpy as np
 
 from fnad import dtypes
 from fnad.backends.numpy_ref import impl_rules
+from fnad.primitives import decompositions as dec
 from fnad.primitives import linalg as la
 
 _F32 = np.dtype(np.float32)
@@ -58,3 +62,79 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
 
 
 impl_rules[la.dot_general_p] = _dot_general
+
+
+# ---- decompositions: one LAPACK call per matrix of the batch (scipy, imported lazily) ----
+def _per_matrix(batch, fn, *arrays):
+    """fn applied to each [..., m, n] matrix of `arrays` over the leading `batch` dims."""
+    outs = None
+    for idx in np.ndindex(*batch):
+        res = fn(*(a[idx] for a in arrays))
+        res = res if isinstance(res, tuple) else (res,)
+        if outs is None:
+            outs = [np.empty(batch + r.shape, r.dtype) for r in res]
+        for o, r in zip(outs, res):
+            o[idx] = r
+    return outs
+
+
+def _cholesky(x):
+    from scipy.linalg import lapack
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.copy()
+
+    def one(a):
+        a = a.astype(_compute_dtype(a.dtype), copy=False)
+        potrf, = lapack.get_lapack_funcs(("potrf",), (a,))
+        c, info = potrf(a, lower=True, clean=True)
+        return np.full_like(a, np.nan) if info != 0 else c
+    return _per_matrix(x.shape[:-2], one, x)[0].astype(x.dtype, copy=False)
+
+
+def _triangular_solve(a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    # BLAS trsm, as XLA: a zero on the diagonal gives infs/NaNs, not an exception
+    from scipy.linalg import blas
+    a, b = np.asarray(a), np.asarray(b)
+    if b.size == 0:
+        return b.copy()
+    cdt = _compute_dtype(b.dtype)
+    a, bc = a.astype(cdt, copy=False), b.astype(cdt, copy=False)
+    if conjugate_a:
+        a = np.conj(a)
+    trsm, = blas.get_blas_funcs(("trsm",), (a, bc))
+
+    def one(am, bm):                                   # op(a) x = b  or  x op(a) = b
+        return trsm(1.0, am, bm, side=0 if left_side else 1, lower=int(lower),
+                    trans_a=int(transpose_a), diag=int(unit_diagonal))
+    with np.errstate(all="ignore"):
+        out = _per_matrix(a.shape[:-2], one, a, bc)[0]
+    return out.astype(b.dtype, copy=False)
+
+
+def _lu(x):
+    from scipy.linalg import lapack
+    x = np.asarray(x)
+    *batch, m, n = x.shape
+    k = min(m, n)
+
+    def one(a):
+        a = a.astype(_compute_dtype(a.dtype), copy=False)
+        if a.size == 0:
+            return a.copy(), np.zeros(k, np.int32), np.arange(m, dtype=np.int32)
+        getrf, = lapack.get_lapack_funcs(("getrf",), (a,))
+        lu, piv, _ = getrf(a)                          # info > 0: singular, still a valid LU
+        piv = piv.astype(np.int32)
+        perm = np.arange(m, dtype=np.int32)
+        for i, p in enumerate(piv):                    # apply the row swaps in order
+            perm[i], perm[p] = perm[p], perm[i]
+        return lu.astype(a.dtype, copy=False), piv, perm
+    if not batch or math.prod(batch) > 0:
+        lu, piv, perm = _per_matrix(tuple(batch), one, x)
+        return [lu.astype(x.dtype, copy=False), piv, perm]
+    return [x.copy(), np.zeros((*batch, k), np.int32), np.zeros((*batch, m), np.int32)]
+
+
+impl_rules[dec.cholesky_p] = _cholesky
+impl_rules[dec.triangular_solve_p] = _triangular_solve
+impl_rules[dec.lu_p] = _lu

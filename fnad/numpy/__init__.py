@@ -129,3 +129,4 @@ def isscalar(element) -> bool:
 
 _methods.install()
 del annotations
+from fnad.numpy import linalg  # noqa: E402,F401
