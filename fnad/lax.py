@@ -32,4 +32,3 @@ def stop_gradient(x):
 def select(pred, on_true, on_false):
     """on_true where pred else on_false (lax.select)."""
     return _logic.select_n(pred, on_false, on_true)
-from fnad.primitives import decompositions as linalg  # noqa: E402  (lax.linalg)
