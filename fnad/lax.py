@@ -9,6 +9,7 @@ from __future__ import annotations
 from fnad import dtypes as _dtypes
 from fnad import tree_util
 from fnad.core import get_aval as _get_aval
+from fnad.primitives import decompositions as linalg  # noqa: F401  (as jax.lax.linalg)
 from fnad.primitives import logic as _logic
 from fnad.primitives.cumulative import *  # noqa: F401,F403
 from fnad.primitives.elementwise import *  # noqa: F401,F403
