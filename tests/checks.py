@@ -1,9 +1,12 @@
 """Helpers shared by several test modules (importable: pytest puts tests/ on the path)."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 import fnad
+from fnad.config import config
 from fnad.core import ShapeError
 from fnad.ir import eval_jaxpr
 
@@ -28,3 +31,22 @@ def traced(f):
         outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
         return outs[0] if len(outs) == 1 else tuple(outs)
     return run
+
+
+@contextlib.contextmanager
+def x64_everywhere():
+    """jax_enable_x64 on in fnad and (when installed) jax for a block; both restored after."""
+    try:
+        import jax
+    except ImportError:
+        jax = None
+    with config.override(jax_enable_x64=True):
+        if jax is None:
+            yield
+            return
+        old = jax.config.jax_enable_x64
+        jax.config.update("jax_enable_x64", True)
+        try:
+            yield
+        finally:
+            jax.config.update("jax_enable_x64", old)

@@ -24,20 +24,6 @@ except ImportError:  # pragma: no cover - only without the dev extra
 needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
 
 
-@pytest.fixture
-def x64():
-    with fnad.config.override(jax_enable_x64=True):
-        if jax is None:
-            yield
-            return
-        old = jax.config.jax_enable_x64
-        jax.config.update("jax_enable_x64", True)
-        try:
-            yield
-        finally:
-            jax.config.update("jax_enable_x64", old)
-
-
 def f32(*shape):
     return np.ones(shape, np.float32)
 

@@ -187,17 +187,6 @@ needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
 JAX_SPECS = [(s, sid) for s, sid in zip(SPECS, IDS) if s.jax_fun is not None]
 
 
-@pytest.fixture
-def jax_x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        with config.override(jax_enable_x64=True):
-            yield
-    finally:
-        jax.config.update("jax_enable_x64", old)
-
-
 def _scalarize(f, weights, xp):
     """s(x) = Re Σ w·f(x) over the inexact outputs: one scalar to differentiate."""
     def s(*xs):
@@ -232,7 +221,7 @@ class _LaxOps:
 
 @needs_jax
 @pytest.mark.parametrize("spec", [s for s, _ in JAX_SPECS], ids=[i for _, i in JAX_SPECS])
-def test_against_jax(spec, jax_x64):
+def test_against_jax(spec, x64):
     rng = np.random.default_rng(3)
     args = [a if s.static is not None else _wide(a) for a, s in zip(_draw(spec), spec.args)]
     f, dyn, dyn_idx = _split(spec, args)

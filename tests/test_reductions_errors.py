@@ -11,7 +11,7 @@ from fnad.primitives import cumulative as cum
 from fnad.primitives import elementwise as ew
 from fnad.primitives import reductions as red
 from fnad.primitives import sorting as srt
-from checks import raises_with
+from checks import raises_with, x64_everywhere
 
 HERE = "test_reductions_errors.py"
 
@@ -24,13 +24,8 @@ _raises = raises_with
 @pytest.fixture
 def jax():
     jax = pytest.importorskip("jax")
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        with config.override(jax_enable_x64=True):
-            yield jax
-    finally:
-        jax.config.update("jax_enable_x64", old)
+    with x64_everywhere():
+        yield jax
 
 
 def _weighted_sum(out, w):

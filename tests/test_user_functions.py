@@ -184,19 +184,6 @@ def test_float32(name, transform):
     check(case, transform, np.float32, case.rtol, case.atol)
 
 
-@pytest.fixture
-def x64():
-    """x64 on in both libraries for the test, then each restored to what it was."""
-    old_fnad, old_jax = fnad.config.jax_enable_x64, jax.config.jax_enable_x64
-    fnad.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield
-    finally:
-        fnad.config.update("jax_enable_x64", old_fnad)
-        jax.config.update("jax_enable_x64", old_jax)
-
-
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.x64))
 def test_float64(name, transform, x64):

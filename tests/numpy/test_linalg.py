@@ -9,7 +9,6 @@ import pytest
 
 import fnad
 import fnad.numpy as jnp
-from fnad.config import config
 from fnad.core import ShapeError
 from fnad.primitives import decompositions as dec
 
@@ -41,17 +40,6 @@ def well_conditioned(shape, dtype=np.float32, seed=0):
 def spd(shape, dtype=np.float32, seed=0):
     m = rand(shape, dtype, seed)
     return (m @ np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
-
-
-@pytest.fixture
-def x64():
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        with config.override(jax_enable_x64=True):
-            yield
-    finally:
-        jax.config.update("jax_enable_x64", old)
 
 
 def _wide(x):
