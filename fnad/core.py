@@ -29,6 +29,10 @@ jvp_rules: dict[Primitive, Callable] = {}
 transpose_rules: dict[Primitive, Callable] = {}
 batch_rules: dict[Primitive, Callable] = {}
 partial_eval_rules: dict[Primitive, Callable] = {}
+# Higher-order primitives (control flow, custom derivatives, remat) run eagerly by
+# binding the primitives of their sub-jaxprs: `eager_rules[prim](*args, **params)`
+# gets the operands as Arrays on the eval trace, whatever their backend.
+eager_rules: dict[Primitive, Callable] = {}
 
 
 # ---- errors -----------------------------------------------------------------
@@ -569,7 +573,14 @@ class EvalTrace(Trace):
         return Array(out, out_aval, backend)
 
     def _process_general(self, prim, args, params):
-        """Operands that are Python scalars, NumPy values, or on several backends."""
+        """Operands that are Python scalars, NumPy values, or on several backends;
+        and the higher-order primitives (`eager_rules`)."""
+        eager = eager_rules.get(prim)
+        if eager is not None:
+            for x in args:
+                if isinstance(x, Tracer):
+                    raise escaped_tracer_error(x)
+            return eager(*args, **params)
         backend = None
         vals = []
         avals = []

@@ -109,6 +109,25 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
         return trace.to_jaxpr(outs)
 
 
+def trace_to_subjaxpr(fun: Callable, in_avals: Sequence[ShapedArray],
+                      description: str) -> tuple[ClosedJaxpr, list]:
+    """Stage `fun` for use inside a higher-order primitive (cond, scan, custom rules, remat).
+
+    Returns (closed, consts): `closed` has no constants of its own; its first
+    `len(consts)` invars stand for `consts` (values `fun` closed over, possibly tracers
+    of enclosing traces), which the caller passes as explicit operands so that every
+    transformation sees them.
+    """
+    trace = JaxprTrace(core.current_trace(), description)
+    args = [trace.new_arg(a) for a in in_avals]
+    with core.new_trace(trace):
+        outs = fun(*args)
+        closed = trace.to_jaxpr(outs)
+    jaxpr = closed.jaxpr
+    hoisted = Jaxpr([], list(jaxpr.constvars) + list(jaxpr.invars), jaxpr.eqns, jaxpr.outvars)
+    return ClosedJaxpr(hoisted, []), list(closed.consts)
+
+
 def flatten_fun(fun: Callable, in_tree) -> tuple[Callable, list]:
     """`fun` on pytrees as a function of flat leaves; the out treedef lands in the list."""
     out_tree_box: list = []
