@@ -256,7 +256,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
             linear_eqns.append(eqn)
         else:
             ins = [env[v] if type(v) is Var else v.val for v in eqn.invars]
-            outs = eqn.primitive.bind(*ins, **eqn.params)
+            with core.eqn_source(eqn.source_info):
+                outs = eqn.primitive.bind(*ins, **eqn.params)
             env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
 
     ct_env: dict[Var, Any] = {}
@@ -284,7 +285,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
                 f"supported: it has no transpose rule (it should be linear in its "
                 f"tangent inputs){' at ' + eqn.source_info if eqn.source_info else ''}")
         ct_arg = cts if eqn.primitive.multiple_results else cts[0]
-        cts_in = rule(ct_arg, *args, **eqn.params)
+        with core.eqn_source(eqn.source_info, f"while transposing '{eqn.primitive.name}' "
+                             "in the backward pass"):
+            cts_in = rule(ct_arg, *args, **eqn.params)
         for v, ct in zip(eqn.invars, cts_in):
             add_ct(v, ct)
     return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
@@ -426,3 +429,59 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
         return (g, value[1]) if has_aux else g
 
     return grad_f
+
+
+# ---- jaxpr-level transformations (used by control flow and other higher-order primitives) --
+def jvp_jaxpr(closed, nonzeros: Sequence[bool], instantiate_outs: bool | Sequence[bool]):
+    """The JVP of a ClosedJaxpr (no consts) as a new ClosedJaxpr.
+
+    Inputs: the primals, then a tangent for each input marked in `nonzeros`.
+    Outputs: the primal outputs, then a tangent for each output whose tangent is not
+    a symbolic zero or is marked in `instantiate_outs` (integer outputs never get one).
+    Returns (jvp_closed, out_nonzeros).
+    """
+    from fnad.tracing import trace_to_subjaxpr
+    jaxpr = closed.jaxpr
+    in_avals = [v.aval for v in jaxpr.invars]
+    n_out = len(jaxpr.outvars)
+    inst = [instantiate_outs] * n_out if isinstance(instantiate_outs, bool) \
+        else list(instantiate_outs)
+    out_nz_box: list = []
+
+    def f(*args):
+        primals, tans = args[:len(in_avals)], iter(args[len(in_avals):])
+        tangents = [next(tans) if nz else Zero(a.to_tangent_aval())
+                    for a, nz in zip(in_avals, nonzeros)]
+        trace = JVPTrace(core.current_trace(), "jvp of a sub-jaxpr")
+        with core.new_trace(trace):
+            outs = eval_jaxpr(jaxpr, closed.consts,
+                              *[trace.pack(p, t) for p, t in zip(primals, tangents)])
+            pts = [trace.primal_tangent(o) for o in outs]
+        out_nz = [dtypes.is_inexact(get_aval(p).dtype) and (type(t) is not Zero or i)
+                  for (p, t), i in zip(pts, inst)]
+        out_nz_box.append(out_nz)
+        return [p for p, _ in pts] + [instantiate(t, get_aval(p).to_tangent_aval())
+                                      for (p, t), nz in zip(pts, out_nz) if nz]
+
+    tan_avals = [a.to_tangent_aval() for a, nz in zip(in_avals, nonzeros) if nz]
+    out, consts = trace_to_subjaxpr(f, in_avals + tan_avals, "jvp of a sub-jaxpr")
+    assert not consts, "a sub-jaxpr's JVP closes over nothing"
+    return out, out_nz_box[0]
+
+
+def transpose_jaxpr_fn(jaxpr: Jaxpr, linear: Sequence[bool]) -> Callable:
+    """A function (nonlinear_ins..., cts_out...) -> cts of the linear inputs (zeros filled).
+
+    `jaxpr` (no constvars) is linear in the invars marked in `linear`; the others are
+    known values (residuals). Used to transpose the bodies of scan and cond.
+    """
+    nonlin_vars = [v for v, lin in zip(jaxpr.invars, linear) if not lin]
+    lin_vars = [v for v, lin in zip(jaxpr.invars, linear) if lin]
+    body = Jaxpr(nonlin_vars, lin_vars, jaxpr.eqns, jaxpr.outvars)
+    n_nonlin = len(nonlin_vars)
+
+    def transposed(*args):
+        nonlin, cts = args[:n_nonlin], args[n_nonlin:]
+        cts_in = backward_pass(body, nonlin, cts)
+        return [instantiate(ct, v.aval.to_tangent_aval()) for ct, v in zip(cts_in, lin_vars)]
+    return transposed

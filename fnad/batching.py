@@ -180,3 +180,46 @@ def _place_output(val, bdim, out_axis, size: int, name: str):
         raise ValueError(f"vmap out_axes={out_axis} is out of range for an output of rank "
                          f"{nd - 1}")
     return moveaxis(val, bdim, out_axis % nd)
+
+
+def batch_jaxpr(closed, axis_size: int, in_batched, out_instantiate):
+    """vmap of a ClosedJaxpr (no consts) with batch axes at 0, as a new ClosedJaxpr.
+
+    `in_batched[i]`: input i carries a leading batch axis. Outputs are batched along
+    axis 0 where they depend on a batched input or `out_instantiate` says so (an
+    unbatched output is then broadcast). Returns (batched_closed, out_batched).
+    """
+    from fnad.primitives.shape_ops import broadcast_in_dim
+    from fnad.tracing import trace_to_subjaxpr
+    from fnad.ir import eval_jaxpr
+    jaxpr = closed.jaxpr
+    n_out = len(jaxpr.outvars)
+    inst = [out_instantiate] * n_out if isinstance(out_instantiate, bool) \
+        else list(out_instantiate)
+    box: list = []
+
+    def f(*args):
+        trace = BatchTrace(core.current_trace(), axis_size, "vmap of a sub-jaxpr")
+        tracers = [BatchTracer(trace, x, 0) if b else x for x, b in zip(args, in_batched)]
+        with core.new_trace(trace):
+            outs = eval_jaxpr(jaxpr, closed.consts, *tracers)
+            pairs = [trace.val_bdim(o) for o in outs]
+        out_batched = [d is not None or i for (_, d), i in zip(pairs, inst)]
+        box.append(out_batched)
+        res = []
+        for (v, d), b in zip(pairs, out_batched):
+            if d is not None:
+                res.append(moveaxis(v, d, 0))
+            elif b:
+                shape = get_aval(v).shape
+                res.append(broadcast_in_dim(v, (axis_size,) + shape,
+                                            tuple(range(1, len(shape) + 1))))
+            else:
+                res.append(v)
+        return res
+
+    avals = [core.ShapedArray((axis_size,) + a.shape, a.dtype, a.weak_type) if b else a
+             for a, b in zip(closed.in_avals, in_batched)]
+    out, consts = trace_to_subjaxpr(f, avals, "vmap of a sub-jaxpr")
+    assert not consts, "a sub-jaxpr's batched version closes over nothing"
+    return out, box[0]

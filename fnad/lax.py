@@ -1,8 +1,8 @@
 """fnad.lax: the primitive-level API, with jax.lax's names and signatures.
 
 Thin re-exports of the wrappers each primitive family defines (its `__all__`),
-plus the few lax functions composed of several primitives. Control flow
-(cond, scan, while_loop, ...) arrives with the next layer.
+plus the few lax functions composed of several primitives, and control flow
+(cond, switch, scan, map, while_loop, fori_loop: primitives/control_flow.py).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from fnad import tree_util
 from fnad.core import get_aval as _get_aval
 from fnad.primitives import decompositions as linalg  # noqa: F401  (as jax.lax.linalg)
 from fnad.primitives import logic as _logic
+from fnad.primitives.control_flow import *  # noqa: F401,F403
 from fnad.primitives.cumulative import *  # noqa: F401,F403
 from fnad.primitives.elementwise import *  # noqa: F401,F403
 from fnad.primitives.indexing import *  # noqa: F401,F403

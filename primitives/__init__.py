@@ -6,7 +6,9 @@ families: elementwise (arithmetic, transcendental, complex parts), logic
 reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
 shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
 decompositions (cholesky, triangular_solve, lu),
-indexing (gather and the scatters), sorting (sort, top_k).
+indexing (gather and the scatters), sorting (sort, top_k), control_flow (cond,
+scan, while: the higher-order primitives, whose params hold sub-jaxprs).
 """
 from fnad.primitives import (cumulative, decompositions, elementwise, indexing,  # noqa: F401
                              linalg, logic, reductions, shape_ops, sorting)
+from fnad.primitives import control_flow  # noqa: F401,E402
