@@ -27,9 +27,9 @@ def traced(f):
         return fnad.jit(f)
 
     def run(*args):
-        closed = fnad.make_jaxpr(f)(*args)
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        closed, shapes = fnad.make_jaxpr(f, return_shape=True)(*args)
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *fnad.tree_util.tree_leaves(args))
+        return fnad.tree_util.tree_unflatten(fnad.tree_util.tree_structure(shapes), outs)
     return run
 
 
