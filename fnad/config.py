@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-__all__ = ["Config", "UnknownOptionError", "config"]
+__all__ = ["Config", "UnknownOptionError", "config", "disable_jit"]
 
 
 class UnknownOptionError(AttributeError, ValueError):
@@ -245,3 +245,13 @@ class Config:
 
 
 config = Config()
+
+
+def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager (or decorator) setting ``jax_disable_jit`` for a block, as
+    ``jax.disable_jit``: inside it, ``fnad.jit``-wrapped functions run op by op (eagerly),
+    so prints, breakpoints and ``debug_nans`` see concrete values. Restored on exit, also
+    on error; nests. ``disable_jit(False)`` re-enables jit inside an outer block. Like the
+    rest of the config it is process-global, not thread-local as in JAX.
+    """
+    return config.override(jax_disable_jit=disable)

@@ -33,6 +33,9 @@ partial_eval_rules: dict[Primitive, Callable] = {}
 # binding the primitives of their sub-jaxprs: `eager_rules[prim](*args, **params)`
 # gets the operands as Arrays on the eval trace, whatever their backend.
 eager_rules: dict[Primitive, Callable] = {}
+# Primitives with side effects (fnad.debug's debug_callback): an equation of one
+# must survive dead-code elimination even when none of its outputs is used.
+effectful_primitives: set[Primitive] = set()
 
 
 # ---- errors -----------------------------------------------------------------
@@ -85,21 +88,62 @@ def _internal_prefixes() -> tuple[str, ...]:
     return _internal_dirs
 
 
-def user_frame() -> str | None:
-    """'file.py:12 (fn)' of the innermost frame outside fnad, or None."""
+def _user_source() -> tuple[str | None, str]:
+    """(where, note): the innermost user frame, or the source line of the staged equation
+    being run (see `eqn_source`) if its interpreter frame comes first on the stack."""
     prefixes = _internal_prefixes()
+    src = _state.source
+    src_frame = src[0] if src is not None else None
     frame = sys._getframe(1)
     while frame is not None:
+        if frame is src_frame:
+            return src[1], src[2]
         fname = frame.f_code.co_filename
         if not fname.startswith(prefixes) and not fname.startswith("<frozen"):
-            return f"{fname}:{frame.f_lineno} ({frame.f_code.co_name})"
+            return f"{fname}:{frame.f_lineno} ({frame.f_code.co_name})", ""
         frame = frame.f_back
-    return None
+    return None, ""
+
+
+def user_frame() -> str | None:
+    """'file.py:12 (fn)' of the innermost frame outside fnad, or None.
+
+    While an interpreter runs a staged equation (`eqn_source`), the line that staged it
+    stands in for the interpreter's frame and everything above it."""
+    return _user_source()[0]
 
 
 def _at_user_line() -> str:
-    where = user_frame()
-    return f" (at {where})" if where else ""
+    where, note = _user_source()
+    if not where:
+        return ""
+    return f" (at {where}, {note})" if note else f" (at {where})"
+
+
+class eqn_source:
+    """Context manager for interpreters of jaxprs (eval_jaxpr, the backward pass): while
+    binding an equation, errors (debug_nans, shape errors) and newly staged equations
+    name `where`, the user line that staged it, not the interpreter's caller.
+
+    `note` says what is being done with it (e.g. "while transposing 'mul' in the backward
+    pass"). `where=None` (an equation without source info) changes nothing. A user frame
+    entered below the interpreter (a callback, a custom rule) still wins: the walk in
+    `_user_source` stops at whichever comes first.
+    """
+
+    __slots__ = ("where", "note", "prev")
+
+    def __init__(self, where: str | None, note: str = ""):
+        self.where = where
+        self.note = note
+
+    def __enter__(self):
+        self.prev = _state.source
+        if self.where is not None:
+            _state.source = (sys._getframe(1), self.where, self.note)
+
+    def __exit__(self, *exc):
+        _state.source = self.prev
 
 
 # ---- abstract values --------------------------------------------------------
@@ -318,6 +362,8 @@ class Trace:
 
 class _TraceState(threading.local):
     trace: Trace  # set below to the eval trace for each thread
+    # (interpreter frame, source line, note) of the staged eqn being run: see eqn_source
+    source: tuple | None = None
 
 
 _state = _TraceState()
@@ -476,6 +522,8 @@ class Array:
 
     def __array__(self, dtype=None, copy=None):
         out = self._backend.to_numpy(self._value)
+        if copy:            # np.array(x) asks for a copy: never hand out the buffer itself
+            return np.array(out, dtype=dtype, copy=True)
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def to_concrete_value(self):

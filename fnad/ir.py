@@ -124,7 +124,8 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
     env.update(zip(jaxpr.invars, args))
     for eqn in jaxpr.eqns:
         ins = [env[v] if type(v) is Var else v.val for v in eqn.invars]
-        outs = eqn.primitive.bind(*ins, **eqn.params)
+        with core.eqn_source(eqn.source_info):      # errors name the line that staged it
+            outs = eqn.primitive.bind(*ins, **eqn.params)
         if eqn.primitive.multiple_results:
             env.update(zip(eqn.outvars, outs))
         else:

@@ -24,7 +24,7 @@ from fnad import core
 from fnad.ir import Jaxpr, JaxprEqn, Var
 
 # Primitives with side effects: never removed as dead code.
-effectful_primitives: set = getattr(core, "effectful_primitives", set())
+effectful_primitives = core.effectful_primitives
 
 
 # ---- dead code elimination -------------------------------------------------------------
