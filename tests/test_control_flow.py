@@ -352,7 +352,6 @@ def test_scan_residuals_do_not_stack_loop_invariant_weights():
 
     def loss(h0):
         return fnp.sum(flax.scan(lambda h, x: (fnp.tanh(h @ w + x), None), h0, xs)[0])
-    _, _, _ = None, None, None
     from fnad.ad import linearize_flat
     _, closed, _ = linearize_flat(lambda h: [loss(h)], [fnp.ones(16)], "test")
     sizes = [int(np.prod(np.shape(c))) for c in closed.consts]
@@ -418,3 +417,30 @@ def test_make_jaxpr_shows_the_bodies():
     text = str(fnad.make_jaxpr(lambda x: flax.scan(lambda c, v: (c * v, c), x,
                                                    fnp.ones(3)))(1.0))
     assert "scan[jaxpr={ lambda" in text and "length=3" in text
+
+
+@pytest.mark.parametrize("policy", ["nothing", "dots"])
+def test_checkpoint_inside_scan(policy):
+    """A checkpointed block as the scan body (per-layer remat), against jax.checkpoint."""
+    def f(lib, lax, np_):
+        pol = {"nothing": lib.checkpoint_policies.nothing_saveable,
+               "dots": lib.checkpoint_policies.dots_saveable}[policy]
+
+        @lib.checkpoint
+        def block_plain(h, w):
+            return np_.tanh(h @ w) * np_.sin(h)
+        block = lib.checkpoint(block_plain, policy=pol)
+
+        def loss(ws, h0):
+            h, ys = lax.scan(lambda h, w: (block(h, w), np_.sum(h)), h0, ws)
+            return np_.sum(h ** 2) + np_.sum(ys)
+        return loss
+    ws, h0 = r(4, 3, 3) * 0.7, r(3)
+    _close(fnad.grad(f(fnad, flax, fnp), argnums=(0, 1))(ws, h0),
+           jax.grad(f(jax, jlax, jnp), argnums=(0, 1))(ws, h0), 1e-4)
+    _close(fnad.vmap(fnad.grad(f(fnad, flax, fnp)), in_axes=(None, 0))(ws, np.stack([h0, -h0])),
+           jax.vmap(jax.grad(f(jax, jlax, jnp)), in_axes=(None, 0))(ws, np.stack([h0, -h0])),
+           1e-4)
+    tans = (r(4, 3, 3), r(3))
+    hvp = lambda lib, g: lib.jvp(lib.grad(g, argnums=(0, 1)), (ws, h0), tans)[1]  # noqa: E731
+    _close(hvp(fnad, f(fnad, flax, fnp)), hvp(jax, f(jax, jlax, jnp)), 1e-3)
