@@ -4,7 +4,7 @@
 (and so numba or jax) loads on first use.
 """
 from fnad import dtypes, tree, tree_util  # noqa: F401
-from fnad.config import config
+from fnad.config import config, disable_jit
 from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  # noqa: F401
                        ShapeDtypeStruct, ShapeError, TracerArrayConversionError,
                        TracerBoolConversionError, TracerIntegerConversionError,
@@ -12,9 +12,15 @@ from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  #
 from fnad import primitives  # noqa: F401
 from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
 from fnad.batching import vmap
+from fnad.jacobians import hessian, jacfwd, jacrev
+from fnad.custom import custom_jvp, custom_vjp
+from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import eval_shape, make_jaxpr
-from fnad import lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
+from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
+from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
-__all__ = ["Array", "ShapeDtypeStruct", "config", "eval_shape", "grad", "jvp", "linearize",
-           "make_jaxpr", "value_and_grad", "vjp", "vmap"]
+__all__ = ["Array", "ShapeDtypeStruct", "checkpoint", "checkpoint_policies", "config",
+           "custom_jvp", "custom_vjp", "disable_jit", "eval_shape", "grad", "hessian", "jacfwd",
+           "jacrev", "jvp", "linearize", "make_jaxpr", "remat", "stop_gradient", "value_and_grad",
+           "vjp", "vmap"]

@@ -444,3 +444,31 @@ def test_checkpoint_inside_scan(policy):
     tans = (r(4, 3, 3), r(3))
     hvp = lambda lib, g: lib.jvp(lib.grad(g, argnums=(0, 1)), (ws, h0), tans)[1]  # noqa: E731
     _close(hvp(fnad, f(fnad, flax, fnp)), hvp(jax, f(jax, jlax, jnp)), 1e-3)
+
+
+def test_custom_rules_inside_scan():
+    """custom_vjp and custom_jvp functions as part of a scan body, under grad and vmap."""
+    def make(lib, lax, np_):
+        @lib.custom_vjp
+        def clip_grad(x):
+            return x
+
+        clip_grad.defvjp(lambda x: (x, None), lambda _, g: (np_.clip(g, -0.1, 0.1),))
+
+        @lib.custom_jvp
+        def softplus(x):
+            return np_.log1p(np_.exp(x))
+
+        softplus.defjvps(lambda t, ans, x: t / (1.0 + np_.exp(-x)))
+
+        def loss(w, xs):
+            body = lambda h, x: (clip_grad(softplus(h * w + x)), np_.sum(h))  # noqa: E731
+            h, ys = lax.scan(body, np_.ones(3), xs)
+            return np_.sum(h * h) + np_.sum(ys)
+        return loss
+    w, xs = r(3), r(5, 3)
+    _close(fnad.grad(make(fnad, flax, fnp), argnums=(0, 1))(w, xs),
+           jax.grad(make(jax, jlax, jnp), argnums=(0, 1))(w, xs), 1e-4)
+    wb = np.stack([w, 2 * w])
+    _close(fnad.vmap(fnad.grad(make(fnad, flax, fnp)), in_axes=(0, None))(wb, xs),
+           jax.vmap(jax.grad(make(jax, jlax, jnp)), in_axes=(0, None))(wb, xs), 1e-4)
