@@ -14,6 +14,8 @@ out-of-bounds handling is a `GatherScatterMode`:
 lax.gather's default is PROMISE_IN_BOUNDS, the scatters' default FILL_OR_DROP (as JAX).
 Repeated indices: scatter_add/mul/min/max combine every update; `scatter` keeps the
 last update in row-major order of the index batch dimensions (XLA leaves it open).
+Under vmap the mapped axis goes first and becomes a window dim spanning it (unmapped
+indices) or a batching dim pairing operand and indices (mapped indices), as in JAX.
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from typing import NamedTuple
 import numpy as np
 
 from fnad import dtypes
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
-                       jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       is_undefined, jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives._util import ANY, NUM, add_tangents, check_kind
 
 __all__ = ["GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
@@ -256,6 +259,34 @@ def gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, un
                                indices_are_sorted=indices_are_sorted,
                                unique_indices=unique_indices, mode=mode), None]
 transpose_rules[gather_p] = gather_transpose
+def _shift(dims) -> tuple[int, ...]:
+    return tuple(d + 1 for d in dims)
+def gather_batch(vals, dims, *, dimension_numbers, slice_sizes, **params):
+    # The batch axis goes first everywhere; output batch dim 0 in every case.
+    (operand, indices), (od, idd) = vals, dims
+    dn = dimension_numbers
+    if idd is None:                                    # a window spanning the whole batch axis
+        operand = moveaxis(operand, od, 0)
+        dn = GatherDimensionNumbers((0,) + _shift(dn.offset_dims),
+                                    _shift(dn.collapsed_slice_dims),
+                                    _shift(dn.start_index_map), _shift(dn.operand_batching_dims),
+                                    dn.start_indices_batching_dims)
+        slice_sizes = (get_aval(operand).shape[0],) + slice_sizes
+    elif od is None:                                   # one more batch dim of the indices;
+        indices = moveaxis(indices, idd, 0)            # members may read the same windows
+        dn = dn._replace(offset_dims=_shift(dn.offset_dims),
+                         start_indices_batching_dims=_shift(dn.start_indices_batching_dims))
+        params = dict(params, unique_indices=False, indices_are_sorted=False)
+    else:                                              # member b reads operand[b]: a new
+        operand, indices = moveaxis(operand, od, 0), moveaxis(indices, idd, 0)  # batching dim
+        dn = GatherDimensionNumbers(_shift(dn.offset_dims), _shift(dn.collapsed_slice_dims),
+                                    _shift(dn.start_index_map),
+                                    (0,) + _shift(dn.operand_batching_dims),
+                                    (0,) + _shift(dn.start_indices_batching_dims))
+        slice_sizes = (1,) + slice_sizes
+    return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                         **params), 0
+batch_rules[gather_p] = gather_batch
 
 
 # ---- the scatter family: shared shape rule and helpers -------------------------------------
@@ -330,6 +361,33 @@ def _inverse_gather(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode
     return gather(x, indices, gdn, sizes, mode=mode, fill_value=0, **kw)
 
 
+def _scatter_batch_rule(prim: Primitive):
+    """The batching rule of a scatter: the operand (broadcast if unmapped) and the updates
+    get the batch axis first; mapped indices pair it with the operand's as a batching dim,
+    else it is one more window dim spanning the whole axis. Each member writes only its own
+    operand[b], so unique_indices and indices_are_sorted still hold."""
+    def rule(vals, dims, *, dimension_numbers, **params):
+        (operand, indices, updates), (od, idd, ud) = vals, dims
+        dn = dimension_numbers
+        size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+        operand, updates = bdim_at_front(operand, od, size), bdim_at_front(updates, ud, size)
+        if idd is None:
+            dn = ScatterDimensionNumbers((0,) + _shift(dn.update_window_dims),
+                                         _shift(dn.inserted_window_dims),
+                                         _shift(dn.scatter_dims_to_operand_dims),
+                                         _shift(dn.operand_batching_dims),
+                                         dn.scatter_indices_batching_dims)
+        else:
+            indices = moveaxis(indices, idd, 0)
+            dn = ScatterDimensionNumbers(_shift(dn.update_window_dims),
+                                         _shift(dn.inserted_window_dims),
+                                         _shift(dn.scatter_dims_to_operand_dims),
+                                         (0,) + _shift(dn.operand_batching_dims),
+                                         (0,) + _shift(dn.scatter_indices_batching_dims))
+        return prim.bind(operand, indices, updates, dimension_numbers=dn, **params), 0
+    return rule
+
+
 def _zeros_like(x, dtype=None):
     from fnad.primitives.shape_ops import full
     aval = get_aval(x)
@@ -370,6 +428,7 @@ def scatter_add_transpose(ct, operand, indices, updates, *, dimension_numbers,
                             indices_are_sorted=indices_are_sorted)
             if is_undefined(updates) else None]
 transpose_rules[scatter_add_p] = scatter_add_transpose
+batch_rules[scatter_add_p] = _scatter_batch_rule(scatter_add_p)
 
 # ---- scatter_mul -----------------------------------------------------------------------------
 scatter_mul_p = Primitive("scatter_mul")
@@ -414,6 +473,7 @@ def scatter_mul_transpose(ct, operand, indices, updates, *, dimension_numbers,
     return [None, None, _inverse_gather(mul(ct, operand), indices, dimension_numbers,
                                         updates.aval.shape, mode)]
 transpose_rules[scatter_mul_p] = scatter_mul_transpose
+batch_rules[scatter_mul_p] = _scatter_batch_rule(scatter_mul_p)
 
 
 # ---- scatter_min / scatter_max -----------------------------------------------------------------
@@ -462,6 +522,7 @@ def scatter_min(operand, scatter_indices, updates, dimension_numbers, *,
 
 abstract_eval_rules[scatter_min_p] = _scatter_abstract_eval("scatter_min", ANY)
 jvp_rules[scatter_min_p] = _scatter_extremal_jvp(scatter_min_p)  # d min = d(winner), ties split
+batch_rules[scatter_min_p] = _scatter_batch_rule(scatter_min_p)
 
 scatter_max_p = Primitive("scatter_max")
 def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
@@ -476,6 +537,7 @@ def scatter_max(operand, scatter_indices, updates, dimension_numbers, *,
 
 abstract_eval_rules[scatter_max_p] = _scatter_abstract_eval("scatter_max", ANY)
 jvp_rules[scatter_max_p] = _scatter_extremal_jvp(scatter_max_p)  # d max = d(winner), ties split
+batch_rules[scatter_max_p] = _scatter_batch_rule(scatter_max_p)
 
 
 # ---- scatter (set) ---------------------------------------------------------------------------
@@ -539,3 +601,4 @@ def scatter_transpose(ct, operand, indices, updates, *, dimension_numbers, indic
                                       indices_are_sorted=indices_are_sorted)
     return [operand_bar, None, updates_bar]
 transpose_rules[scatter_p] = scatter_transpose
+batch_rules[scatter_p] = _scatter_batch_rule(scatter_p)

@@ -4,7 +4,9 @@ dot_general contracts `lhs` and `rhs` over pairs of dimensions and maps over
 shared batch dimensions. Its output dimensions are, in order: the batch
 dimensions, lhs's free dimensions, rhs's free dimensions. It is bilinear: the
 JVP is a sum of two dot_generals, and each operand's transpose is a
-dot_general of the cotangent with the other operand followed by a transpose.
+dot_general of the cotangent with the other operand followed by a transpose. Under
+vmap the mapped axis becomes a dot batch dim (both operands mapped) or a free dim of
+the one mapped operand.
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import numpy as np
 
 from fnad import dtypes
 from fnad.config import config
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
-                       jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       is_undefined, jvp_rules, nonzero, shape_error, transpose_rules)
 from fnad.primitives._util import ANY, add_tangents, check_kind
 
 __all__ = ["Precision", "batch_matmul", "dot", "dot_general"]
@@ -250,6 +252,27 @@ def dot_general_transpose(ct, lhs, rhs, *, dimension_numbers, precision,
                                              swap_ans=True, **params)
     return [lhs_bar, rhs_bar]
 transpose_rules[dot_general_p] = dot_general_transpose
+def _bump(dims, b: int) -> tuple[int, ...]:
+    """Unbatched dim numbers renumbered for an operand with a batch axis inserted at b."""
+    return tuple(d + (d >= b) for d in dims)
+def dot_general_batch(vals, dims, *, dimension_numbers, precision, preferred_element_type):
+    (lhs, rhs), (ld, rd) = vals, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if ld is not None and rd is not None:              # both mapped: a new leading dot batch dim
+        lc, rc, lb, rb = _bump(lc, ld), _bump(rc, rd), (ld,) + _bump(lb, ld), (rd,) + _bump(rb, rd)
+        out_dim = 0
+    elif ld is not None:                               # one more lhs free dim
+        lc, lb = _bump(lc, ld), _bump(lb, ld)
+        free = [d for d in range(get_aval(lhs).ndim) if d not in lc and d not in lb]
+        out_dim = len(lb) + free.index(ld)             # out: batch, lhs free, rhs free
+    else:                                              # one more rhs free dim
+        rc, rb = _bump(rc, rd), _bump(rb, rd)
+        free = [d for d in range(get_aval(rhs).ndim) if d not in rc and d not in rb]
+        out_dim = get_aval(lhs).ndim - len(lc) + free.index(rd)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)),
+                             precision=precision, preferred_element_type=preferred_element_type)
+    return out, out_dim
+batch_rules[dot_general_p] = dot_general_batch
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None, *, dimension_numbers=None):

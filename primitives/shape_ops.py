@@ -5,8 +5,9 @@ them (full, full_like, expand_dims, broadcast, collapse, slice_in_dim, ...).
 All but iota are linear in their array operands: the JVP applies the same op to the
 tangents and the transpose is the adjoint shape op (slice <-> pad, dynamic_slice <->
 dynamic_update_slice, concatenate -> slices). Each block: declaration, wrapper, shape
-rule, JVP rule, transpose rule. Rules bind primitives, never NumPy, so they run on any
-trace. Implementations live in backends/.
+rule, JVP rule, transpose rule, batching rule (under vmap with batched start indices,
+dynamic_slice becomes a gather and dynamic_update_slice a scatter, as in JAX). Rules bind
+primitives, never NumPy, so they run on any trace. Implementations live in backends/.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from fnad.core import (Array, Primitive, ShapedArray, Tracer, abstract_eval_rule
 from fnad.primitives import elementwise as _ew
 from fnad.primitives import logic as _logic
 from fnad.primitives import reductions as _red
-from fnad.primitives._batching import axis_param_batch_rule, bdim_at_front
+from fnad.primitives._batching import axis_param_batch_rule, bdim_at_front, moveaxis
 from fnad.primitives._util import NUM, check_kind, no_tangent_jvp, promote_scalars, scalar_like
 
 __all__ = [
@@ -577,6 +578,31 @@ def dynamic_slice_transpose(ct, x, *idx, slice_sizes):   # x̄ = zeros with ct a
     zeros = full(x.aval.shape, 0, x.aval.dtype)
     return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
 transpose_rules[dynamic_slice_p] = dynamic_slice_transpose
+def _start_vectors(idx, idx_dims, size: int):
+    """The scalar start indices as index vectors [B, N] (row b: member b's starts)."""
+    return concatenate([broadcast_in_dim(i, (size, 1), () if d is None else (0,))
+                        for i, d in zip(idx, idx_dims, strict=True)], 1)
+def _zero_index(idx):
+    return np.zeros((), _aval(idx[0]).dtype if idx else dtypes.default_int_dtype())
+def dynamic_slice_batch(vals, dims, *, slice_sizes):
+    (x, *idx), (xd, *idx_dims) = vals, dims
+    size = next(_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    if all(d is None for d in idx_dims):               # one block for all: take the whole
+        x = bdim_at_front(x, xd, size)                 # batch axis, starting at 0
+        return dynamic_slice_p.bind(x, _zero_index(idx), *idx,
+                                    slice_sizes=(size,) + slice_sizes), 0
+    # batched starts: one gathered window per member; CLIP is dynamic_slice's clamping
+    from fnad.primitives import indexing as ix
+    starts = _start_vectors(idx, idx_dims, size)       # [B, N]
+    window = tuple(range(1, len(slice_sizes) + 1))
+    if xd is None:                                     # every member reads the same x
+        dn = ix.GatherDimensionNumbers(window, (), tuple(range(len(slice_sizes))))
+        return ix.gather(x, starts, dn, slice_sizes, mode=ix.GatherScatterMode.CLIP), 0
+    dn = ix.GatherDimensionNumbers(window, (), window, operand_batching_dims=(0,),
+                                   start_indices_batching_dims=(0,))
+    return ix.gather(moveaxis(x, xd, 0), starts, dn, (1,) + slice_sizes,   # [B, *slice_sizes]
+                     unique_indices=True, mode=ix.GatherScatterMode.CLIP), 0
+batch_rules[dynamic_slice_p] = dynamic_slice_batch
 
 
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
@@ -635,6 +661,21 @@ def dynamic_update_slice_transpose(ct, x, u, *idx):      # x̄ = ct with the blo
         u_bar = dynamic_slice_p.bind(ct, *idx, slice_sizes=u_aval.shape)
     return [x_bar, u_bar] + [None] * len(idx)
 transpose_rules[dynamic_update_slice_p] = dynamic_update_slice_transpose
+def dynamic_update_slice_batch(vals, dims):
+    (x, u, *idx), (xd, ud, *idx_dims) = vals, dims
+    size = next(_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    x, u = bdim_at_front(x, xd, size), bdim_at_front(u, ud, size)   # [B, ...] each
+    if all(d is None for d in idx_dims):               # the same block in every member
+        return dynamic_update_slice_p.bind(x, u, _zero_index(idx), *idx), 0
+    # batched starts: a scatter of one window per member (batching dim 0 pairs member b's
+    # starts with x[b], so windows never collide); CLIP is the clamping
+    from fnad.primitives import indexing as ix
+    window = tuple(range(1, len(idx) + 1))
+    dn = ix.ScatterDimensionNumbers(window, (), window, operand_batching_dims=(0,),
+                                    scatter_indices_batching_dims=(0,))
+    return ix.scatter(x, _start_vectors(idx, idx_dims, size), u, dn, indices_are_sorted=True,
+                      unique_indices=True, mode=ix.GatherScatterMode.CLIP), 0
+batch_rules[dynamic_update_slice_p] = dynamic_update_slice_batch
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
