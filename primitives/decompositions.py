@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from fnad import dtypes
-from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, get_aval, is_undefined,
-                       jvp_rules, nonzero, shape_error, transpose_rules)
+from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
+                       is_undefined, jvp_rules, nonzero, shape_error, transpose_rules)
 from fnad.primitives import elementwise as el
 from fnad.primitives import logic as lg
 from fnad.primitives import shape_ops as so
+from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives._util import INEXACT, add_tangents, check_kind
 from fnad.primitives.linalg import Precision, batch_matmul
 
@@ -104,6 +105,10 @@ def cholesky_jvp(primals, tangents):                   # dL = L φ(L⁻¹ dA L�
     phi = lg.select_n(_tri_mask(aval.shape, -1, True), el.mul(_tril(inner), 0.5), inner)
     return L, _mm(L, phi)
 jvp_rules[cholesky_p] = cholesky_jvp
+def cholesky_batch(vals, dims):                        # one more leading batch dim
+    (x,), (d,) = vals, dims
+    return cholesky_p.bind(moveaxis(x, d, 0)), 0
+batch_rules[cholesky_p] = cholesky_batch
 
 
 # ---- triangular_solve ----------------------------------------------------------------------
@@ -176,6 +181,24 @@ def triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conju
                                     unit_diagonal=unit_diagonal)
     return [None, b_bar]
 transpose_rules[triangular_solve_p] = triangular_solve_transpose
+def triangular_solve_batch(vals, dims, **params):
+    (a, b), (ad, bd) = vals, dims
+    if ad is None:                                     # one a for all: the members of b
+        nd = get_aval(b).ndim                          # become more right-hand sides
+        if params["left_side"]:                        # [..., m, n, B] -> [..., m, n·B]
+            b = moveaxis(b, bd, -1)
+            s = get_aval(b).shape
+            flat = so.reshape(b, s[:-2] + (s[-2] * s[-1],))
+        else:                                          # [..., n, B, m] -> [..., n·B, m]
+            b = moveaxis(b, bd, -2)
+            s = get_aval(b).shape
+            flat = so.reshape(b, s[:-3] + (s[-3] * s[-2], s[-1]))
+        out = so.reshape(triangular_solve_p.bind(a, flat, **params), s)
+        return out, nd - 1 if params["left_side"] else nd - 2
+    size = get_aval(a).shape[ad]
+    a, b = moveaxis(a, ad, 0), bdim_at_front(b, bd, size)   # a leading batch dim on both
+    return triangular_solve_p.bind(a, b, **params), 0
+batch_rules[triangular_solve_p] = triangular_solve_batch
 
 
 # ---- lu --------------------------------------------------------------------------------
@@ -224,3 +247,7 @@ def lu_jvp(primals, tangents):              # Ẋ = L⁻¹ P dA U⁻¹; dLU = L 
     lu_dot = el.add(_mm(l_, _tril(lau, -1)), _mm(_triu(lau), u_))
     return [lu_, pivots, perm], [lu_dot, None, None]
 jvp_rules[lu_p] = lu_jvp
+def lu_batch(vals, dims):                              # one more leading batch dim, 3 outputs
+    (x,), (d,) = vals, dims
+    return lu_p.bind(moveaxis(x, d, 0)), [0, 0, 0]
+batch_rules[lu_p] = lu_batch
