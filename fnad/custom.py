@@ -18,7 +18,8 @@ vmap's own tracers a rule closed over as batched values, as JAX's shared trace t
 Differentiating with respect to a value the function closes over is an error (pass it as
 an argument), as in JAX.
 
-Imports the core, the IR, tracing, ad and batching; nothing imports this but fnad/__init__.
+Imports the core, the IR, tracing, ad and batching; imported by fnad/__init__ and by user-API
+modules that define functions with custom rules (fnad.numpy.linalg.det).
 """
 from __future__ import annotations
 

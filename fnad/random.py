@@ -253,8 +253,14 @@ def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in [minval, maxval) of `shape`.
 
     jax's mantissa trick: the top nmant random bits become the mantissa of a float in
-    [1, 2), minus 1. Without a bitcast primitive the float is built as 1 + m * 2**-nmant
-    (exact in the target dtype), so the values equal jax's bit for bit.
+    [1, 2), minus 1. Without a bitcast primitive the float is built as m * 2**-nmant
+    (exact in the target dtype), so with the default range [0, 1) the values equal jax's
+    bit for bit in every float dtype (also under vmap). Other ranges: float16/bfloat16
+    equal jax's; in float32/float64 XLA fuses u * (maxval - minval) + minval into one
+    rounding (FMA), fnad rounds twice, so values may differ by 1 ulp of the product.
+    Samplers built on uniform (normal, exponential, gumbel, truncated_normal) use fnad's
+    erf_inv/log, which differ from XLA's: close to jax's, not bit-exact (tests allow 128
+    ulp in float32/64, where normal's tails reach ~90; 16 in float16/bfloat16).
     """
     k = _check_key("uniform", key)
     shape = _shape(shape)
@@ -311,7 +317,7 @@ def bernoulli(key, p=0.5, shape: Sequence[int] | None = None):
 
 def randint(key, shape: Sequence[int], minval, maxval, dtype=None):
     """Integers in [minval, maxval) of `shape` (jax's algorithm: two words per value,
-    combined modulo the span, so values match jax's)."""
+    combined modulo the span; 8/16-bit dtypes sampled as int32 and cast), equal to jax's."""
     k = _check_key("randint", key)
     shape = _shape(shape)
     dtype = _dtypes.canonicalize_dtype(_dtypes.default_int_dtype() if dtype is None
@@ -325,6 +331,15 @@ def randint(key, shape: Sequence[int], minval, maxval, dtype=None):
         raise ValueError(f"randint: minval ({minval}) must be less than maxval ({maxval})")
     if any(isinstance(v, (float, np.floating)) for v in (minval, maxval)):
         raise TypeError("randint: minval and maxval must be integers")
+    if info.bits < 32:
+        # as jax: 8- and 16-bit integers are sampled as int32 (less modulo bias), the bounds
+        # clipped to [min, max + 1] of `dtype`, then cast
+        def clip32(v, hi):
+            v = lax.convert_element_type(jnp.asarray(v), np.int32)
+            return jnp.clip(v, int(info.min), hi)
+        return lax.convert_element_type(
+            randint(k, shape, clip32(minval, int(info.max)), clip32(maxval, int(info.max) + 1),
+                    np.int32), dtype)
 
     def clip_convert(v):
         if isinstance(v, (int, np.integer)):

@@ -825,3 +825,80 @@ def has_aux_classifier(np_, nn_, params, x, y):
 def has_aux_array_output(np_, nn_, W, b):
     h = np_.tanh(W @ b)                                         # [3]
     return h, (np_.sqrt(np_.sum(h ** 2)), [np_.argmax(h)])
+
+
+# ---- linear algebra (np_.linalg) --------------------------------------------------------
+def _well_conditioned(r, dt, n, scale=1.0):
+    """Diagonally dominant with shuffled rows (LU pivots): det far from 0."""
+    m = r.uniform(-1.0, 1.0, (n, n)) + n * np.eye(n)
+    return np.asarray(scale * m[r.permutation(n)], dt)
+
+
+@user_fn(lambda r, dt: (away(r, dt, 4, 3, gap=0.3), normal(r, dt, 5)), diff=(0, 1), x64=True)
+def linalg_norms(np_, nn_, W, v):
+    # entries with distinct magnitudes away from 0: no ties in the max / min norms
+    return (np_.linalg.norm(W) + 0.5 * np_.linalg.norm(W, "fro")
+            + 0.3 * np_.linalg.norm(W, 1) + 0.2 * np_.linalg.norm(W, np_.inf)
+            + 0.1 * np_.linalg.norm(W, -1) + np_.sum(np_.linalg.norm(W, axis=1))
+            + np_.linalg.norm(v, 3) + 0.1 * np_.linalg.norm(v, 1))
+
+
+def _ridge_args(r, dt):
+    return normal(r, dt, 10, 3), normal(r, dt, 10), np.asarray(np.log(0.5), dt)
+
+
+@user_fn(_ridge_args, diff=(0, 1, 2), x64=True)
+def ridge_closed_form(np_, nn_, X, y, log_lam):
+    # w = (XᵀX + λI)⁻¹ Xᵀy, then the training loss plus the penalty at that w
+    lam = np_.exp(log_lam)
+    A = X.T @ X + lam * np_.eye(X.shape[1], dtype=X.dtype)        # [3,10] @ [10,3] -> [3,3]
+    w = np_.linalg.solve(A, X.T @ y)                              # [3]
+    return np_.mean((X @ w - y) ** 2) + lam * np_.sum(w ** 2)
+
+
+def _gp_args(r, dt):
+    x = np.sort(r.uniform(-2.0, 2.0, 7)).astype(dt)               # [N] inputs
+    y = np.sin(2 * x) + normal(r, dt, 7, scale=0.1)               # [N] targets
+    return np.asarray(np.log(0.8), dt), np.asarray(0.0, dt), np.asarray(np.log(0.3), dt), x, y
+
+
+@user_fn(_gp_args, diff=(0, 1, 2, 3), x64=True)
+def gaussian_process_nll(np_, nn_, log_ls, log_sf, log_noise, x, y):
+    # K = sf² exp(-(xᵢ-xⱼ)² / 2ℓ²) + σ²I = L Lᵀ;  NLL = ½ yᵀK⁻¹y + Σ log Lᵢᵢ + (N/2) log 2π
+    n = x.shape[0]
+    d2 = (x[:, None] - x[None, :]) ** 2                          # [N, N]
+    K = np_.exp(2 * log_sf) * np_.exp(-0.5 * d2 / np_.exp(2 * log_ls))
+    K = K + np_.exp(2 * log_noise) * np_.eye(n, dtype=x.dtype)
+    L = np_.linalg.cholesky(K)                                    # [N, N] lower
+    # the two triangular solves, written with solve (np_ has no solve_triangular)
+    z = np_.linalg.solve(L, y)                                    # L⁻¹ y
+    alpha = np_.linalg.solve(L.T, z)                              # L⁻ᵀ L⁻¹ y = K⁻¹ y
+    logdet = 2 * np_.sum(np_.log(np_.diagonal(L)))
+    return 0.5 * y @ alpha + 0.5 * logdet + 0.5 * n * np_.log(2 * np_.pi)
+
+
+def _flow_args(r, dt):
+    return _well_conditioned(r, dt, 4, 0.5), _well_conditioned(r, dt, 3), normal(r, dt, 6, 4)
+
+
+@user_fn(_flow_args, diff=(0, 1, 2), x64=True)
+def det_slogdet_flow_loss(np_, nn_, W, B, z):
+    # a linear normalizing flow x = z W: -log p(x) = ½|z|² - log|det W| (per sample), plus
+    # a det(B)² regularizer (3×3: the cofactor formula) and det of a 4×4 (the LU path)
+    sign, logabs = np_.linalg.slogdet(W)
+    x = z @ W                                                     # [N,4] @ [4,4] -> [N,4]
+    nll = 0.5 * np_.mean(np_.sum(x ** 2, axis=-1)) - logabs
+    return nll + 0.01 * np_.linalg.det(B) ** 2 + 0.1 * sign * np_.linalg.det(W)
+
+
+@user_fn(lambda r, dt: (_well_conditioned(r, dt, 4), normal(r, dt, 5, 4)), diff=(0, 1),
+         scalar=False, x64=True)
+def mahalanobis_inv(np_, nn_, A, x):
+    # squared Mahalanobis distances under the SPD metric M = AᵀA: xᵢᵀ M⁻¹ xᵢ (one per row)
+    M_inv = np_.linalg.inv(A.T @ A)                               # [4, 4]
+    return np_.einsum("ni,ij,nj->n", x, M_inv, x)                 # [N]
+
+
+@user_fn(lambda r, dt: (_well_conditioned(r, dt, 3, 0.4),), scalar=False)
+def matrix_power_and_inverse(np_, nn_, A):
+    return np_.linalg.matrix_power(A, 3) + np_.linalg.matrix_power(A, -2)   # [3, 3]

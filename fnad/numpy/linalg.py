@@ -6,8 +6,11 @@ Math (as JAX):
   det     sign · exp(logabsdet); the explicit cofactor formula for 2×2 and 3×3 (as JAX)
   slogdet sign = (-1)^(row swaps) · Π sign(Uᵢᵢ), logabsdet = Σ log|Uᵢᵢ|
   norm    vector p-norms (p = 0, ±1, 2, ±inf, any p) and matrix norms (fro, ±1, ±inf)
-Derivatives come from the primitives' rules: at a singular matrix, det/slogdet/solve
-gradients are not finite here (JAX's custom JVPs keep det's finite; fnad has none yet).
+Derivatives come from the primitives' rules, except det's (n = 1 and n >= 4): as JAX's, a
+custom_jvp d det(A) = tr(adj(A) dA) with adj(A) = det(A) A⁻¹ taken from A's LU without
+dividing by the last pivot (`_cofactor_solve`), so det's gradient stays finite, and equals
+the adjugate, at singular A of rank n-1 (0 for lower rank). slogdet and solve gradients at
+a singular matrix are not finite (nor are JAX's).
 Not implemented (need an SVD/eigensolver): eigh, eig, svd, qr, pinv, lstsq, matrix_rank,
 and norm with ord 2, -2 or 'nuc' over two axes.
 """
@@ -20,6 +23,7 @@ import numpy as np
 
 import fnad.numpy as jnp
 from fnad.core import Array
+from fnad.custom import custom_jvp
 from fnad.numpy._core import canonicalize_axis, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
 
@@ -167,15 +171,66 @@ def _det_3x3(a):
 
 
 def det(a) -> Array:
-    """det a for a [..., n, n]: cofactor formula for n = 2, 3, else sign·exp(logabsdet)."""
+    """det a for a [..., n, n]: cofactor formula for n = 2, 3, else sign·exp(logabsdet)
+    (with a gradient that is finite, the adjugate, at singular matrices)."""
     a, = _inexact("det", a)
     _square("det", a)
     if a.shape[-1] == 2:
         return _det_2x2(a)
     if a.shape[-1] == 3:
         return _det_3x3(a)
+    return _det(a)
+
+
+def _cofactor_solve(a, b):
+    """(det a, adj(a) @ b) for a, b [..., n, n], finite when a is singular (JAX's method).
+
+    P a = L U. det(a) a⁻¹ b = det(a) U⁻¹ L⁻¹ P b, and with x = L⁻¹ P b its last row is
+    x_n · det(a) / u_nn = x_n · sign · Π_{i<n} u_ii. So u_nn is replaced by
+    1 / (sign · Π_{i<n} u_ii) and rows i < n of x scaled by det(a): the triangular solve then
+    never divides by a zero last pivot (rank n-1). For rank < n-1 adj(a) = 0: where that
+    solve is not finite the result is set to zero. (So a rank n-1 matrix whose zero pivot
+    partial pivoting meets before the last column also gets 0, as in JAX.)"""
+    n = a.shape[-1]
+    if n == 1:
+        return a[..., 0, 0], b
+    lu, pivots, perm = dec.lu(a)
+    batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
+    x = jnp.broadcast_to(b, batch + b.shape[-2:])                            # [..., n, n]
+    lu = jnp.broadcast_to(lu, batch + lu.shape[-2:])
+    diag = jnp.diagonal(lu, axis1=-2, axis2=-1)                              # [..., n]
+    parity = jnp.count_nonzero(pivots != jnp.arange(n, dtype=pivots.dtype), axis=-1)
+    sign = jnp.asarray(-2 * (parity % 2) + 1, dtype=a.dtype)
+    partial_det = jnp.cumprod(diag, axis=-1) * sign[..., None]               # [..., n]
+    lu = lu.at[..., -1, -1].set(1.0 / partial_det[..., -2])
+    ones = jnp.ones(x.shape[:-1], x.dtype)                                   # [..., n]
+    probe = dec.triangular_solve(lu, ones, left_side=True, lower=False)
+    low_rank = jnp.any(jnp.isnan(probe) | jnp.isinf(probe), axis=-1)         # rank < n - 1
+    low_rank = jnp.broadcast_to(low_rank[..., None, None], x.shape)
+    x = jnp.where(low_rank, jnp.zeros_like(x), x)
+    P = (jnp.broadcast_to(perm, batch + (n,))[..., :, None]
+         == jnp.arange(n, dtype=perm.dtype)).astype(x.dtype)                 # [..., n, n]
+    x = jnp.matmul(P, x, precision="highest")                                # P b
+    x = dec.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+    x = jnp.concatenate([x[..., :-1, :] * partial_det[..., -1, None, None], x[..., -1:, :]],
+                        axis=-2)
+    x = dec.triangular_solve(lu, x, left_side=True, lower=False)
+    x = jnp.where(low_rank, jnp.zeros_like(x), x)
+    return partial_det[..., -1], x
+
+
+@custom_jvp
+def _det(a):
+    """det a = sign · exp(log|det a|) for a [..., n, n], with JAX's derivative rule."""
     sign, logdet = slogdet(a)
     return sign * jnp.exp(logdet).astype(sign.dtype)
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):                       # d det(A) = tr(adj(A) dA)
+    (a,), (a_dot,) = primals, tangents
+    y, z = _cofactor_solve(a, a_dot)
+    return y, jnp.trace(z, axis1=-1, axis2=-2)
 
 
 # ---- norm --------------------------------------------------------------------------------
