@@ -71,6 +71,15 @@ class Split:
 split_rules: dict[core.Primitive, Callable[..., Split]] = {}
 
 
+def out_map(out_unknowns: Sequence[bool]) -> list[tuple[str, int]]:
+    """Split.outs for outputs in order: each the next known or the next unknown one."""
+    outs, nk, nu = [], 0, 0
+    for u in out_unknowns:
+        outs.append(("unknown", nu) if u else ("known", nk))
+        nu, nk = nu + u, nk + (not u)
+    return outs
+
+
 def forward_known_rule(prim: core.Primitive, split: Callable[..., Split]):
     """The JaxprTrace (forward_known) rule for `prim`: run the known half now, stage the rest."""
     def rule(trace, args, params):
@@ -165,5 +174,5 @@ def _res_avals(eqn: JaxprEqn, sp: Split) -> list[core.ShapedArray]:
     return outs[len(outs) - sp.num_res:]
 
 
-__all__ = ["Split", "dce_jaxpr", "effectful_primitives", "forward_known_rule",
+__all__ = ["Split", "dce_jaxpr", "effectful_primitives", "forward_known_rule", "out_map",
            "partial_eval_jaxpr", "split_rules"]

@@ -53,7 +53,7 @@ from fnad.batching import BatchTrace
 from fnad.core import (Array, Primitive, Zero, abstract_eval_rules, batch_rules,
                        eager_rules, get_aval, jvp_rules, partial_eval_rules, transpose_rules)
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var, eval_jaxpr
-from fnad.partial_eval import Split, split_rules
+from fnad.partial_eval import Split, out_map, split_rules
 from fnad.primitives.linalg import dot_general_p
 from fnad.tracing import JaxprTrace, flatten_fun, trace_to_subjaxpr
 
@@ -432,10 +432,7 @@ def remat_split(params, unknowns) -> Split:
                                                      params["policy"])
     n_known = len(out_unknown) - sum(out_unknown)
     n_res = len(known.jaxpr.outvars) - n_known
-    outs, nk, nu = [], 0, 0
-    for u in out_unknown:
-        outs.append(("unknown", nu) if u else ("known", nk))
-        nu, nk = nu + u, nk + (not u)
+    outs = out_map(out_unknown)
     known_ins = [j for j, u in enumerate(unknowns) if not u]
     unknown_ins = [("res", r) for r in range(n_res)] + \
         [("in", j) for j, u in enumerate(unknowns) if u]

@@ -31,7 +31,8 @@ from fnad.core import (Array, ShapedArray, Tracer, Zero, get_aval, is_undefined,
                        abstract_eval_rules, batch_rules, eager_rules, jvp_rules,
                        partial_eval_rules, transpose_rules)
 from fnad.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from fnad.partial_eval import Split, forward_known_rule, partial_eval_jaxpr, split_rules
+from fnad.partial_eval import (Split, forward_known_rule, out_map, partial_eval_jaxpr,
+                                split_rules)
 from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives.logic import clamp, convert_element_type, ne, select_n
 from fnad.primitives.reductions import reduce_or
@@ -314,11 +315,8 @@ def cond_split(params, unknowns) -> Split:
     known_ins = [0] + [j + 1 for j, u in enumerate(ops_uk) if not u]
     unknown_ins = [("in", 0)] + [("res", r) for r in range(n_res)] + \
         [("in", j + 1) for j, u in enumerate(ops_uk) if u]
-    outs, nk, nu = [], 0, 0
-    for u in out_uk:
-        outs.append(("unknown", nu) if u else ("known", nk))
-        nu, nk = nu + u, nk + (not u)
-    known_params = dict(branches=tuple(known_branches)) if nk or n_res else None
+    outs = out_map(out_uk)
+    known_params = dict(branches=tuple(known_branches)) if not all(out_uk) or n_res else None
     return Split(known_params, known_ins if known_params else [], n_res,
                  dict(branches=tuple(unknown_branches)), unknown_ins, outs)
 
@@ -610,14 +608,8 @@ def scan_split(params, unknowns) -> Split:
                    [("res", r) for r in range(len(stacked))] + [("in", j) for j in ux])
     unknown_params = dict(params, jaxpr=_closed(unknown_body),
                           num_consts=len(res_consts) + len(uc), num_carry=len(ucar))
-    outs, nk, nu = [], 0, 0
-    for u in out_uk[:num_carry]:
-        outs.append(("unknown", nu) if u else ("known", nk))
-        nu, nk = nu + u, nk + (not u)
-    for u in out_uk[num_carry:]:
-        outs.append(("unknown", nu) if u else ("known", nk))
-        nu, nk = nu + u, nk + (not u)
-    if not nk and not stacked:
+    outs = out_map(out_uk)
+    if all(out_uk) and not stacked:
         known_params, known_ins = None, []
     return Split(known_params, known_ins, len(stacked), unknown_params, unknown_ins, outs)
 
