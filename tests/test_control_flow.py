@@ -472,3 +472,18 @@ def test_custom_rules_inside_scan():
     wb = np.stack([w, 2 * w])
     _close(fnad.vmap(fnad.grad(make(fnad, flax, fnp)), in_axes=(0, None))(wb, xs),
            jax.vmap(jax.grad(make(jax, jlax, jnp)), in_axes=(0, None))(wb, xs), 1e-4)
+
+
+@pytest.mark.parametrize("name,prog,make_args", PROGRAMS, ids=IDS)
+def test_staged_programs_typecheck(name, prog, make_args):
+    """The jaxprs of f, grad f and vmap f (bodies included) pass the typechecker and run."""
+    from fnad.ir import eval_jaxpr, typecheck_jaxpr
+    args = make_args()
+    batched = (args[0], jax.tree_util.tree_map(lambda a: np.stack([a, a * 2.0]), args[1]))
+    for fn, call_args in [(prog(F), args), (fnad.grad(prog(F), argnums=(0, 1)), args),
+                          (fnad.vmap(prog(F), in_axes=(None, 0)), batched)]:
+        closed = fnad.make_jaxpr(fn)(*call_args)
+        typecheck_jaxpr(closed.jaxpr)
+        flat = fnad.tree_util.tree_leaves(call_args)
+        want = fnad.tree_util.tree_leaves(fn(*call_args))
+        _close(eval_jaxpr(closed.jaxpr, closed.consts, *flat), want, 1e-5)
