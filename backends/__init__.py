@@ -13,6 +13,9 @@ from types import ModuleType
 # name -> module path; a backend's module is imported the first time it is asked for.
 _modules = {
     "numpy": "fnad.backends.numpy_ref",
+    "xla": "fnad.backends.xla",
+    "metal": "fnad.backends.metal",
+    "numba": "fnad.backends.numba_cpu",
 }
 _loaded: dict[str, ModuleType] = {}
 

@@ -13,6 +13,7 @@ from fnad import primitives  # noqa: F401
 from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
 from fnad.batching import vmap
 from fnad.jacobians import hessian, jacfwd, jacrev
+from fnad.jit import jit
 from fnad.custom import custom_jvp, custom_vjp
 from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import eval_shape, make_jaxpr
@@ -22,5 +23,5 @@ from fnad.lax import stop_gradient
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "checkpoint", "checkpoint_policies", "config",
            "custom_jvp", "custom_vjp", "disable_jit", "eval_shape", "grad", "hessian", "jacfwd",
-           "jacrev", "jvp", "linearize", "make_jaxpr", "remat", "stop_gradient", "value_and_grad",
-           "vjp", "vmap"]
+           "jacrev", "jit", "jvp", "linearize", "make_jaxpr", "remat", "stop_gradient",
+           "value_and_grad", "vjp", "vmap"]

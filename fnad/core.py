@@ -629,19 +629,26 @@ class EvalTrace(Trace):
                 if isinstance(x, Tracer):
                     raise escaped_tracer_error(x)
             return eager(*args, **params)
-        backend = None
+        # The operands' backend. Arrays on the numpy backend (host memory, where eager
+        # constants and seeds are made) follow the others to theirs, as uncommitted
+        # values do in JAX; two other backends in one operation are an error.
+        arrays = [x for x in args if type(x) is Array]
+        backend = next((x._backend for x in arrays if x._backend.name != "numpy"),
+                       arrays[0]._backend if arrays else None)
         vals = []
         avals = []
         for x in args:
             if type(x) is Array:
                 b = x._backend
-                if backend is None:
-                    backend = b
-                elif b is not backend:
-                    raise ValueError(
-                        f"{prim.name}: operands live on different backends ({backend.name} "
-                        f"and {b.name}){_at_user_line()}; move them with fnad.device_put")
-                vals.append(x._value)
+                if b is not backend:
+                    if b.name != "numpy":
+                        raise ValueError(
+                            f"{prim.name}: operands live on different backends "
+                            f"({backend.name} and {b.name}){_at_user_line()}; move them "
+                            f"with fnad.device_put")
+                    vals.append(backend.device_put(x._value))
+                else:
+                    vals.append(x._value)
                 avals.append(x.aval)
             elif isinstance(x, Tracer):
                 raise escaped_tracer_error(x)

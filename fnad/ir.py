@@ -91,13 +91,15 @@ class Jaxpr:
 
 
 class ClosedJaxpr:
-    """A Jaxpr with the values of its constvars."""
+    """A Jaxpr with the values of its constvars (and, once jit compiled it, the compiled
+    callables per backend name in `compiled`)."""
 
-    __slots__ = ("jaxpr", "consts")
+    __slots__ = ("jaxpr", "consts", "compiled")
 
     def __init__(self, jaxpr: Jaxpr, consts: Sequence):
         self.jaxpr = jaxpr
         self.consts = list(consts)
+        self.compiled: dict = {}
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)

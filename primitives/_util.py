@@ -126,8 +126,9 @@ def scalar_like(value, dtype) -> object:
     dtype = np.dtype(dtype)
     if core._python_scalar_aval(value).dtype is dtype:
         return value
-    from fnad.backends import get_backend
-    return Array(np.asarray(value, dtype), ShapedArray((), dtype, True), get_backend("numpy"))
+    backend = core.default_backend()                   # where eager constants are made
+    return Array(backend.device_put(np.asarray(value, dtype)), ShapedArray((), dtype, True),
+                 backend)
 
 
 def promote_scalars(*args):

@@ -276,7 +276,7 @@ HIGHER_ORDER_TESTS = {
     "cond": "test_control_flow.py", "scan": "test_control_flow.py",
     "while": "test_control_flow.py", "checkpoint": "test_remat.py", "name": "test_remat.py",
     "custom_jvp_call": "test_custom.py", "custom_vjp_call": "test_custom.py",
-    "custom_lin": "test_custom.py", "debug_callback": "test_debug.py",
+    "custom_lin": "test_custom.py", "debug_callback": "test_debug.py", "jit": "test_jit.py",
 }
 
 

@@ -1,0 +1,412 @@
+"""fnad.jit: `jit`, one compiled callable per traced program and backend.
+
+`jit(f)(*args)` traces `f` at the avals of its arguments (once per cache key: input
+avals and pytree structure, static arguments, backend, config), optimizes the jaxpr
+(fnad.passes) and binds the primitive `jit_p` with it. jit_p is a primitive like any
+other, with a sub-jaxpr, so every transformation composes with jit:
+
+    eager     compile the jaxpr with the backend (`backend.compile`, cached on the
+              ClosedJaxpr) and call it on the argument buffers
+    jvp       jit of the JVP of the jaxpr (ad.jvp_jaxpr)
+    linearize the known/unknown split (partial_eval): a known jit now, an unknown one
+              staged; transpose: jit of the transposed jaxpr (ad.transpose_jaxpr_fn)
+    vmap      jit of the batched jaxpr (batching.batch_jaxpr)
+
+so grad(jit(f)), jit(grad(f)), vmap(jit(f)) and jit(vmap(f)) all stay compiled.
+`config.jax_disable_jit` (or `fnad.disable_jit()`) runs f eagerly instead;
+`jax_log_compiles` logs each trace and which part of the cache key changed.
+`jit(f).lower(*args)` gives the optimized jaxpr and, for codegen backends, the
+generated source (`.as_text()`, `.source`), for reading in a notebook.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fnad import core, tree_util
+from fnad.config import config
+from fnad.core import (Array, Tracer, Zero, abstract_eval_rules, batch_rules, eager_rules,
+                       get_aval, is_undefined, jvp_rules, partial_eval_rules, transpose_rules)
+from fnad.ir import ClosedJaxpr, eval_jaxpr
+from fnad.partial_eval import (Split, forward_known_rule, out_map, partial_eval_jaxpr,
+                               split_rules)
+from fnad.tracing import shaped_abstractify, trace_to_subjaxpr
+
+__all__ = ["jit", "Lowered"]
+
+logger = logging.getLogger("fnad.jit")
+
+
+# ---- the jit primitive -----------------------------------------------------------------------
+jit_p = core.Primitive("jit", multiple_results=True)
+# params: jaxpr (ClosedJaxpr, no consts), name (of the user's function), backend (a backend
+# name, or None for config.jax_jit_backend)
+
+
+def _backend(name: str | None):
+    from fnad.backends import get_backend
+    return get_backend(name or config.jax_jit_backend)
+
+
+def compiled_for(closed: ClosedJaxpr, backend):
+    """backend.compile(closed), once per (jaxpr, backend): kept on the ClosedJaxpr."""
+    fn = closed.compiled.get(backend.name)
+    if fn is None:
+        if not hasattr(backend, "compile"):
+            raise NotImplementedError(f"the {backend.name} backend cannot compile (no "
+                                      f"`compile`); use it eagerly or jit with another backend")
+        fn = closed.compiled[backend.name] = backend.compile(closed)
+    return fn
+
+
+def jit_abstract_eval(*avals, jaxpr, name, backend):
+    expect = jaxpr.in_avals
+    if len(avals) != len(expect):
+        raise core.shape_error("jit", f"{name} takes {len(expect)} operands, got {len(avals)}")
+    for i, (a, e) in enumerate(zip(avals, expect)):
+        if (a.shape, a.dtype) != (e.shape, e.dtype):
+            raise core.shape_error("jit", f"operand {i} of {name} is {a.str_short()} but its "
+                                   f"jaxpr takes {e.str_short()}")
+    return jaxpr.out_avals
+
+
+def jit_eager(*args, jaxpr, name, backend):
+    if config.jax_disable_jit:
+        return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+    be = _backend(backend)
+    fn = compiled_for(jaxpr, be)
+    bufs = [_to_buffer(x, be) for x in args]
+    outs = fn(*bufs)
+    home = _home(be)
+    return [Array(o, a, home) for o, a in zip(outs, jaxpr.out_avals)]
+
+
+def _home(be):
+    """The backend whose Arrays hold `be`'s buffers: itself, or (numba) the numpy backend,
+    whose eager implementations run on the same NumPy buffers."""
+    return getattr(be, "eager_backend", be)
+
+
+def _to_buffer(x, be):
+    """x as a buffer of backend `be` (an Array on another backend goes through NumPy)."""
+    if type(x) is Array:
+        if x._backend is be or x._backend is _home(be):
+            return x._value
+        return be.device_put(np.asarray(x._backend.to_numpy(x._value)))
+    return be.device_put(core.canonicalize_value(x, get_aval(x)))
+
+
+def jit_jvp(primals, tangents, *, jaxpr, name, backend):
+    from fnad.ad import jvp_jaxpr
+    nz = [type(t) is not Zero for t in tangents]
+    jvp, out_nz = jvp_jaxpr(jaxpr, nz, False)
+    outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero], jaxpr=jvp,
+                      name=f"jvp({name})", backend=backend)
+    n = len(jaxpr.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if z else Zero(a.to_tangent_aval())
+                      for z, a in zip(out_nz, jaxpr.out_avals)]
+
+
+def jit_split(params, unknowns) -> Split:
+    jaxpr = params["jaxpr"]
+    jk, ju, out_uk, res = partial_eval_jaxpr(jaxpr.jaxpr, unknowns)
+    known_ins = [j for j, u in enumerate(unknowns) if not u]
+    known_params = dict(params, jaxpr=ClosedJaxpr(jk, [])) if jk.outvars else None
+    unknown_ins = [("res", r) for r in range(len(res))] + \
+        [("in", j) for j, u in enumerate(unknowns) if u]
+    return Split(known_params, known_ins if known_params else [], len(res),
+                 dict(params, jaxpr=ClosedJaxpr(ju, [])), unknown_ins, out_map(out_uk))
+
+
+def jit_transpose(cts, *args, jaxpr, name, backend):
+    from fnad.ad import transpose_jaxpr_fn
+    linear = [is_undefined(x) for x in args]
+    nonlin = [x for x in args if not is_undefined(x)]
+    cts = [_zeros_like_aval(a) if type(ct) is Zero else ct
+           for ct, a in zip(cts, jaxpr.out_avals)]
+    fn = transpose_jaxpr_fn(jaxpr.jaxpr, linear)
+    closed, consts = trace_to_subjaxpr(fn, [get_aval(x) for x in nonlin + cts],
+                                       f"transpose of {name}")
+    outs = iter(jit_p.bind(*consts, *nonlin, *cts, jaxpr=closed, name=f"transpose({name})",
+                           backend=backend))
+    return [next(outs) if lin else None for lin in linear]
+
+
+def _zeros_like_aval(aval):
+    from fnad.primitives.shape_ops import full
+    t = aval.to_tangent_aval()
+    return full(t.shape, 0, t.dtype)
+
+
+def jit_batch(vals, dims, *, jaxpr, name, backend):
+    from fnad.batching import batch_jaxpr
+    from fnad.primitives._batching import moveaxis
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    vals = [v if d is None else moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+    batched, out_b = batch_jaxpr(jaxpr, size, [d is not None for d in dims], False)
+    outs = jit_p.bind(*vals, jaxpr=batched, name=f"vmap({name})", backend=backend)
+    return outs, [0 if b else None for b in out_b]
+
+
+abstract_eval_rules[jit_p] = jit_abstract_eval
+eager_rules[jit_p] = jit_eager
+jvp_rules[jit_p] = jit_jvp
+split_rules[jit_p] = jit_split
+partial_eval_rules[jit_p] = forward_known_rule(jit_p, jit_split)
+transpose_rules[jit_p] = jit_transpose
+batch_rules[jit_p] = jit_batch
+
+
+# ---- the user API --------------------------------------------------------------------------
+class _Entry:
+    """One traced program: the optimized jaxpr, its hoisted constants, the output tree."""
+
+    __slots__ = ("closed", "consts", "out_tree")
+
+    def __init__(self, closed, consts, out_tree):
+        self.closed, self.consts, self.out_tree = closed, consts, out_tree
+
+
+class Lowered:
+    """What `jit(f).lower(*args)` returns: the optimized jaxpr and the backend's code."""
+
+    def __init__(self, closed: ClosedJaxpr, backend_name: str, name: str):
+        self.jaxpr = closed
+        self.backend = backend_name
+        self.name = name
+
+    def compile(self):
+        return compiled_for(self.jaxpr, _backend(self.backend))
+
+    @property
+    def source(self) -> str | None:
+        """The generated source of codegen backends (None for interpreting backends)."""
+        return getattr(self.compile(), "source", None)
+
+    def as_text(self) -> str:
+        text = f"# {self.name} on the {self.backend} backend\n{self.jaxpr}"
+        src = self.source
+        return text + (f"\n\n# generated code\n{src}" if src else "")
+
+    def __str__(self):
+        return self.as_text()
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.as_text())
+
+
+class JitWrapped:
+    """A jit-compiled function: call it like `fun`; `.lower(*args)` to inspect it."""
+
+    def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums,
+                 backend: str | None):
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: it may hold `fun`
+        self.fun = fun
+        self.backend = backend
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.donate_argnums = donate_argnums
+        self._cache: dict = {}
+        self._fast: dict = {}                       # (config, avals) -> ready-to-call entry
+        self._last_key = None
+        self._named_nums: set[int] = set()          # static positions that have a name
+        self.__name__ = getattr(fun, "__name__", "fun")
+
+    def __get__(self, obj, objtype=None):                 # jit on methods
+        return self if obj is None else functools.partial(self, obj)
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._fast.clear()
+
+    def _split_args(self, args, kwargs):
+        n = len(args)
+        static_pos = set()
+        for i in self.static_argnums:
+            if i in self._named_nums and not -n <= i < n:
+                continue                                  # passed by keyword, if at all
+            if not -n <= i < n:
+                raise ValueError(f"jit({self.__name__}): static_argnums={i} but the function "
+                                 f"was called with {n} positional arguments")
+            static_pos.add(i % n)
+        statics = []
+        for i in sorted(static_pos):
+            statics.append(("arg", i, _hashable(args[i], f"argument {i}", self.__name__)))
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                statics.append(("kw", k, _hashable(v, f"argument {k!r}", self.__name__)))
+            else:
+                dyn_kwargs[k] = v
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        return static_pos, tuple(statics), dyn_args, dyn_kwargs
+
+    def _entry(self, args, kwargs):
+        static_pos, statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+        flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        avals = tuple(shaped_abstractify(x) for x in flat)
+        backend = self.backend or config.jax_jit_backend
+        key = (in_tree, avals, statics, backend, config.values())
+        entry = self._cache.get(key)
+        if entry is not None:
+            return entry, flat
+        if config.jax_log_compiles:
+            logger.warning("Compiling %s for %s%s", self.__name__,
+                           ", ".join(a.str_short() for a in avals),
+                           _why(self._last_key, key))
+        self._last_key = key
+        static_vals = {i: args[i] for i in static_pos}
+        static_kw = {k: kwargs[k] for k in kwargs if k in self.static_argnames}
+        n = len(args)
+        out_tree_box: list = []
+
+        def flat_fun(*leaves):
+            d_args, d_kwargs = tree_util.tree_unflatten(in_tree, list(leaves))
+            it = iter(d_args)
+            full = [static_vals[i] if i in static_pos else next(it) for i in range(n)]
+            out = self.fun(*full, **d_kwargs, **static_kw)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        closed, consts = trace_to_subjaxpr(flat_fun, list(avals), f"jit of {self.__name__}")
+        closed = _optimize(closed)
+        entry = _Entry(closed, consts, out_tree_box[0])
+        if not any(isinstance(c, Tracer) for c in consts):   # closure over a tracer: no cache
+            self._cache[key] = entry
+        return entry, flat
+
+    def __call__(self, *args, **kwargs):
+        if config.jax_disable_jit:
+            return self.fun(*args, **kwargs)
+        if not kwargs and core._state.trace is core.eval_trace:
+            # The fast path: every argument an Array, nothing static, compiled before.
+            key = [config._values]
+            for x in args:
+                if type(x) is not Array:
+                    break
+                key.append(x.aval)
+            else:
+                fast = self._fast.get(tuple(key))
+                if fast is not None:
+                    fn, consts, be, out_avals, out_tree = fast
+                    vals = [x._value if x._backend is be else _to_buffer(x, be) for x in args]
+                    outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
+                    return outs[0] if out_tree is None else \
+                        tree_util.tree_unflatten(out_tree, outs)
+        entry, flat = self._entry(args, kwargs)
+        if (not kwargs and not self.static_argnums and core._state.trace is core.eval_trace
+                and all(type(x) is Array for x in args) and len(flat) == len(args)
+                and all(type(c) is Array for c in entry.consts)):
+            self._remember_fast(args, entry)
+        outs = jit_p.bind(*entry.consts, *flat, jaxpr=entry.closed, name=self.__name__,
+                          backend=self.backend)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _remember_fast(self, args, entry):
+        be = _backend(self.backend)
+        fn = compiled_for(entry.closed, be)
+        consts = [_to_buffer(c, be) for c in entry.consts]
+        single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
+            entry.out_tree
+        self._fast[(config._values, *[x.aval for x in args])] = (
+            fn, consts, _home(be), entry.closed.out_avals, None if single else entry.out_tree)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        entry, _ = self._entry(args, kwargs)
+        return Lowered(entry.closed, self.backend or config.jax_jit_backend, self.__name__)
+
+    def eval_shape(self, *args, **kwargs):
+        entry, _ = self._entry(args, kwargs)
+        shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+                  for a in entry.closed.out_avals]
+        return tree_util.tree_unflatten(entry.out_tree, shapes)
+
+
+def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
+    return closed
+
+
+def _hashable(value, what: str, name: str):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"jit({name}): static {what} must be hashable, but got a "
+                        f"{type(value).__name__}: {value!r:.80}. Pass a tuple instead of a "
+                        f"list, or make it a (non-static) array argument.") from None
+    return value
+
+
+def _why(old, new) -> str:
+    """Which part of the cache key changed since the last compile (for jax_log_compiles)."""
+    if old is None:
+        return " (first call)"
+    parts = ("the argument structure", "the argument shapes/dtypes", "the static arguments",
+             "the backend", "the config")
+    changed = [p for p, a, b in zip(parts, old, new) if a != b]
+    return f" (because {' and '.join(changed)} changed)" if changed else ""
+
+
+def _as_tuple(x, what: str) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return (int(x),)
+    if isinstance(x, str):
+        return (x,)
+    try:
+        return tuple(x)
+    except TypeError:
+        raise TypeError(f"jit: {what} must be an int/str or a sequence of them, got "
+                        f"{x!r}") from None
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None, backend: str | None = None,
+        inline: bool = False, keep_unused: bool = False, device=None) -> Any:
+    """Compile `fun` (traced once per argument signature) with a backend.
+
+    As jax.jit: static_argnums/static_argnames are Python values baked into the trace
+    (they must be hashable); donate_argnums is accepted (buffers are not reused yet);
+    `backend` picks the backend ("numba", "numpy", "xla", ...), default
+    `config.jax_jit_backend`. Usable as a decorator with or without arguments.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                                 backend=backend, inline=inline, keep_unused=keep_unused,
+                                 device=device)
+    if not callable(fun):
+        raise TypeError(f"jit: expected a function, got {type(fun).__name__}")
+    nums = _as_tuple(static_argnums, "static_argnums")
+    names = _as_tuple(static_argnames, "static_argnames")
+    try:
+        sig = inspect.signature(fun)
+        params = list(sig.parameters.values())
+        pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        names = tuple(names) + tuple(pos[i] for i in nums if -len(pos) <= i < len(pos)
+                                     and pos[i] not in names)
+        nums = tuple(nums) + tuple(pos.index(n) for n in names if n in pos
+                                   and pos.index(n) not in nums)
+    except (TypeError, ValueError):
+        pos = []
+    if backend is not None:
+        from fnad.backends import backend_names
+        if backend not in backend_names():
+            raise ValueError(f"jit: unknown backend {backend!r}; known backends: "
+                             f"{backend_names()}")
+    wrapped = JitWrapped(fun, nums, names, _as_tuple(donate_argnums, "donate_argnums"), backend)
+    wrapped._named_nums = {i for i in nums if 0 <= i < len(pos)}
+    return wrapped

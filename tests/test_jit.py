@@ -1,0 +1,171 @@
+"""fnad.jit: the compile cache, static arguments, compositions with every transformation,
+disable_jit, log_compiles, lower(), and eager == jit on each backend."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import fnad
+import fnad.numpy as jnp
+from fnad import lax
+
+BACKENDS = ["numpy", "numba"]
+
+
+def _close(a, b, tol=1e-6):
+    fnad.tree_util.tree_map(lambda x, y: np.testing.assert_allclose(
+        np.asarray(x), np.asarray(y), rtol=tol, atol=tol), a, b)
+
+
+def test_second_call_does_not_retrace():
+    traces = []
+
+    @fnad.jit
+    def f(x, y):
+        traces.append(1)                      # runs only while tracing
+        return jnp.sin(x) * y
+    x, y = jnp.ones(3), jnp.arange(3.0)
+    f(x, y)
+    f(x, y)
+    f(x * 2.0, y + 1.0)                       # same avals: still cached
+    assert len(traces) == 1 and f._cache_size() == 1
+    f(jnp.ones(4), jnp.ones(4))               # new shape: a new trace
+    f(np.ones(3, np.int32), y)                # new dtype
+    f(x, 2.0)                                 # a weakly typed scalar
+    assert len(traces) == 4
+
+
+def test_cache_key_includes_tree_static_args_backend_and_config():
+    traces = []
+
+    def g(d, n):
+        traces.append(n)
+        return d["a"] * n
+    f = fnad.jit(g, static_argnums=1)
+    f({"a": jnp.ones(2)}, 2)
+    f({"a": jnp.ones(2)}, 2)
+    f({"a": jnp.ones(2)}, 3)
+    assert traces == [2, 3]
+    with fnad.config.override(jax_enable_x64=True):
+        f({"a": jnp.ones(2)}, 3)
+    assert traces == [2, 3, 3]
+    assert fnad.jit(g, static_argnames="n")({"a": jnp.ones(2)}, n=5).tolist() == [5.0, 5.0]
+
+
+def test_unhashable_static_arg_is_a_clear_error():
+    f = fnad.jit(lambda x, shape: jnp.reshape(x, shape), static_argnums=1)
+    with pytest.raises(TypeError, match="static argument 1 must be hashable.*list"):
+        f(jnp.ones(4), [2, 2])
+    assert f(jnp.ones(4), (2, 2)).shape == (2, 2)
+
+
+def test_bad_backend_and_bad_function():
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        fnad.jit(lambda x: x, backend="nope")
+    with pytest.raises(TypeError, match="expected a function"):
+        fnad.jit(3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compositions(backend):
+    def f(x, w):
+        return jnp.sum(jnp.tanh(x @ w) ** 2)
+    jf = fnad.jit(f, backend=backend)
+    x, w = jnp.asarray(np.random.default_rng(0).standard_normal((4, 3)), jnp.float32), \
+        jnp.asarray(np.random.default_rng(1).standard_normal((3, 2)), jnp.float32)
+    _close(jf(x, w), f(x, w))
+    _close(fnad.grad(jf, argnums=(0, 1))(x, w), fnad.grad(f, argnums=(0, 1))(x, w))
+    _close(fnad.jit(fnad.grad(f), backend=backend)(x, w), fnad.grad(f)(x, w))
+    _close(fnad.vmap(jf, in_axes=(0, None))(jnp.stack([x, -x]), w),
+           jnp.stack([f(x, w), f(-x, w)]))
+    _close(fnad.jit(fnad.vmap(f, in_axes=(0, None)), backend=backend)(jnp.stack([x, x]), w),
+           jnp.stack([f(x, w), f(x, w)]))
+    _close(fnad.jvp(jf, (x, w), (x, w)), fnad.jvp(f, (x, w), (x, w)))
+    _close(fnad.hessian(jf)(x, w), fnad.hessian(f)(x, w), 1e-5)
+    _close(fnad.jit(fnad.jit(f, backend=backend), backend=backend)(x, w), f(x, w))
+
+
+def test_jit_is_a_primitive_in_the_jaxpr():
+    f = fnad.jit(lambda x: jnp.sin(x) * 2.0, backend="numpy")
+    text = str(fnad.make_jaxpr(lambda x: f(x) + 1.0)(jnp.ones(2)))
+    assert "jit[backend='numpy' jaxpr={ lambda" in text and "sin" in text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_control_flow_and_custom_rules_under_jit(backend):
+    @fnad.custom_jvp
+    def softplus(x):
+        return jnp.log1p(jnp.exp(x))
+    softplus.defjvps(lambda t, ans, x: t * fnad.nn.sigmoid(x))
+
+    def f(c, xs):
+        c, ys = lax.scan(lambda c, x: (fnad.checkpoint(softplus)(c * x), c), c, xs)
+        return lax.cond(jnp.sum(ys) > 0, lambda: jnp.sum(ys) + c, lambda: c - 1.0)
+    xs = jnp.linspace(-1.0, 1.0, 5)
+    jf = fnad.jit(f, backend=backend)
+    _close(jf(0.5, xs), f(0.5, xs))
+    _close(fnad.grad(jf)(0.5, xs), fnad.grad(f)(0.5, xs))
+    n = fnad.jit(lambda x: lax.while_loop(lambda c: c < 100.0, lambda c: c * 3.0, x),
+                 backend=backend)
+    assert float(n(2.0)) == 162.0
+
+
+def test_disable_jit_runs_the_python_function():
+    seen = []
+
+    @fnad.jit
+    def f(x):
+        seen.append(type(x).__name__)
+        return x + 1
+    with fnad.disable_jit():
+        f(jnp.ones(2))
+        f(jnp.ones(2))
+    assert seen == ["Array", "Array"]        # concrete values, every call
+    f(jnp.ones(2))
+    assert "Array" not in seen[2:]
+
+
+def test_log_compiles_says_why(caplog):
+    f = fnad.jit(lambda x: x * 2.0)
+    with fnad.config.override(jax_log_compiles=True), caplog.at_level(logging.WARNING,
+                                                                      logger="fnad.jit"):
+        f(jnp.ones(2))
+        f(jnp.ones(2))
+        f(jnp.ones(3))
+    msgs = [r.getMessage() for r in caplog.records]
+    assert len(msgs) == 2
+    assert "first call" in msgs[0] and "argument shapes/dtypes changed" in msgs[1]
+
+
+def test_lower_shows_the_jaxpr():
+    lowered = fnad.jit(lambda x: jnp.exp(x) + 1.0).lower(jnp.ones(3))
+    text = lowered.as_text()
+    assert "exp" in text and "f32[3]" in text
+    assert lowered.compile()(np.zeros(3, np.float32))[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_eval_shape_and_methods():
+    f = fnad.jit(lambda x: {"y": x.sum(0)})
+    assert f.eval_shape(jnp.ones((2, 5)))["y"].shape == (5,)
+
+    class M:
+        scale = 3.0
+
+        @fnad.jit
+        def apply(self, x):
+            return x * self.scale
+    with pytest.raises(TypeError):
+        M().apply(jnp.ones(2))                 # self is not an array: must be static
+    g = fnad.jit(lambda self, x: x * self.scale, static_argnums=0)
+    m = M()
+    assert g(m, jnp.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_closure_over_outer_tracer_is_not_cached():
+    def outer(a):
+        f = fnad.jit(lambda x: x * a)
+        return f(jnp.ones(2)).sum()
+    assert float(fnad.grad(outer)(2.0)) == 2.0
+    assert float(fnad.grad(outer)(3.0)) == 2.0
