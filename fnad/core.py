@@ -319,6 +319,43 @@ class Primitive:
     def bind(self, *args, **params):
         return _state.trace.process_primitive(self, args, params)
 
+    # ---- declaring a primitive's rules (the public way for user primitives) ----------------
+    def def_abstract_eval(self, rule: Callable) -> Callable:
+        """rule(*avals, **params) -> ShapedArray (a list of them if multiple_results)."""
+        abstract_eval_rules[self] = rule
+        return rule
+
+    def def_impl(self, impl: Callable, backend: str = "numpy") -> Callable:
+        """impl(*buffers, **params) -> buffer(s) on `backend` (NumPy arrays for numpy and
+        numba — a numba.njit kernel works —, jax arrays for xla). It also serves jit there."""
+        from fnad.backends import get_backend
+        be = get_backend(backend)
+        wrap = getattr(be, "wrap_user_impl", None)
+        be.impl_rules[self] = wrap(impl) if wrap is not None else impl
+        return impl
+
+    def def_jvp(self, rule: Callable) -> Callable:
+        """rule(primals, tangents, **params) -> (primal_out, tangent_out); tangents may be
+        symbolic zeros (fnad.core.Zero): use fnad.ad.instantiate to make them arrays."""
+        jvp_rules[self] = rule
+        return rule
+
+    def def_transpose(self, rule: Callable) -> Callable:
+        """rule(ct, *args, **params) -> one cotangent (or None) per arg, for linear prims."""
+        transpose_rules[self] = rule
+        return rule
+
+    def def_batch(self, rule: Callable) -> Callable:
+        """rule(vals, dims, **params) -> (out, out_dim); without one vmap loops (a warning)."""
+        batch_rules[self] = rule
+        return rule
+
+    def def_vjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Reverse-mode rule: fwd(*primals, **params) -> (out, residuals) and
+        bwd(residuals, ct, **params) -> a tuple with one cotangent per operand."""
+        from fnad.custom import vjp_as_jvp_rule
+        jvp_rules[self] = vjp_as_jvp_rule(self, fwd, bwd)
+
     def __repr__(self):
         return self.name
 

@@ -653,3 +653,33 @@ def custom_lin_transpose(cts, *args, num_res, bwd, out_avals, arg_mask, name):
     cts_in = bwd(res, cts)
     return [None] * num_res + [c for c, m in zip(cts_in, arg_mask) if m]
 transpose_rules[custom_lin_p] = custom_lin_transpose
+
+
+# ---- user primitives with a VJP ---------------------------------------------------------------
+def vjp_as_jvp_rule(prim: Primitive, fwd: Callable, bwd: Callable) -> Callable:
+    """The JVP rule of a user primitive declared with `prim.def_vjp(fwd, bwd)`: fwd runs now,
+    the tangent is a custom_lin whose transpose calls bwd (so only reverse mode works)."""
+    def rule(primals, tangents, **params):
+        out, res = fwd(*primals, **params)
+        res_flat, res_tree = tree_util.tree_flatten(res)
+        outs = list(out) if prim.multiple_results else [out]
+        mask = tuple(type(t) is not Zero for t in tangents)
+        n_args = len(primals)
+
+        def bwd_flat(res_list, cts):
+            r = tree_util.tree_unflatten(res_tree, list(res_list))
+            cts_in = bwd(r, cts if prim.multiple_results else cts[0], **params)
+            if not isinstance(cts_in, (tuple, list)) or len(cts_in) != n_args:
+                raise TypeError(f"the VJP rule {_name(bwd)} of primitive '{prim.name}' must "
+                                f"return a tuple of {n_args} cotangents (one per operand), "
+                                f"got {type(cts_in).__name__}"
+                                + (f" of length {len(cts_in)}"
+                                   if isinstance(cts_in, (tuple, list)) else ""))
+            return [Zero(get_aval(p).to_tangent_aval()) if c is None else c
+                    for c, p in zip(cts_in, primals)]
+        out_avals = tuple(get_aval(o).strip_weak_type().to_tangent_aval() for o in outs)
+        tans = custom_lin_p.bind(*res_flat, *[t for t in tangents if type(t) is not Zero],
+                                 num_res=len(res_flat), bwd=_Rule(bwd_flat, _name(bwd)),
+                                 out_avals=out_avals, arg_mask=mask, name=prim.name)
+        return out, (tans if prim.multiple_results else tans[0])
+    return rule
