@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 import pytest
 
 import fnad
 from fnad.config import config
 from fnad.core import ShapeError
-from fnad.ir import eval_jaxpr
 
 
 def raises_with(fn, *words, exc=ShapeError) -> str:
@@ -21,16 +21,14 @@ def raises_with(fn, *words, exc=ShapeError) -> str:
     return msg
 
 
-def traced(f):
-    """f run through a jaxpr (jit when fnad has it): its arguments become tracers."""
-    if hasattr(fnad, "jit"):
-        return fnad.jit(f)
+# The backend `traced` compiles with. CI uses numpy (an interpreter: no compile time per
+# program); FNAD_TEST_BACKEND=numba or =xla runs the same tests through that compiler.
+TEST_BACKEND = os.environ.get("FNAD_TEST_BACKEND", "numpy")
 
-    def run(*args):
-        closed, shapes = fnad.make_jaxpr(f, return_shape=True)(*args)
-        outs = eval_jaxpr(closed.jaxpr, closed.consts, *fnad.tree_util.tree_leaves(args))
-        return fnad.tree_util.tree_unflatten(fnad.tree_util.tree_structure(shapes), outs)
-    return run
+
+def traced(f):
+    """f run through jit on TEST_BACKEND: its arguments become tracers, then compiled."""
+    return fnad.jit(f, backend=TEST_BACKEND)
 
 
 @contextlib.contextmanager
