@@ -333,7 +333,10 @@ class JitWrapped:
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
-    return closed
+    """The traced program simplified (fnad.passes): still a program every transformation
+    can take, so custom rules are kept; backends lower further in their `compile`."""
+    from fnad.passes import optimize
+    return optimize(closed)
 
 
 def _hashable(value, what: str, name: str):

@@ -35,18 +35,10 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     Returns the new jaxpr and, per invar, whether it is still read. With
     `prune_invars` the unread invars are dropped from the new jaxpr's signature.
     """
-    outvars = list(jaxpr.outvars) if used_outputs is None else \
-        [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    live = {v for v in outvars if type(v) is Var}
-    eqns = []
-    for eqn in reversed(jaxpr.eqns):
-        if eqn.primitive in effectful_primitives or any(v in live for v in eqn.outvars):
-            eqns.append(eqn)
-            live.update(v for v in eqn.invars if type(v) is Var)
-    eqns.reverse()
-    used_in = [v in live for v in jaxpr.invars]
-    invars = [v for v, u in zip(jaxpr.invars, used_in) if u] if prune_invars else jaxpr.invars
-    return Jaxpr(jaxpr.constvars, invars, eqns, outvars), used_in
+    # The walk lives in the DCE pass, imported late (fnad.passes imports the primitives).
+    # Effects inside sub-jaxprs count; higher-order eqns are not pruned inside here.
+    from fnad.passes.dce import dce_jaxpr as dce
+    return dce(jaxpr, used_outputs, prune_invars, recursive=False)
 
 
 # ---- splitting one equation --------------------------------------------------------------
