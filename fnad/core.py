@@ -151,12 +151,13 @@ _dtype_classes = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())
 class ShapedArray:
     """The abstract value of an array: shape, dtype and JAX's weak_type flag."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape, dtype, weak_type: bool = False):
         self.shape = shape if type(shape) is tuple else tuple(shape)
         self.dtype = dtype if type(dtype) in _dtype_classes else np.dtype(dtype)
         self.weak_type = weak_type
+        self._hash = None                  # computed on first use (jit cache keys)
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -166,7 +167,10 @@ class ShapedArray:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def strip_weak_type(self) -> ShapedArray:
         return ShapedArray(self.shape, self.dtype) if self.weak_type else self
@@ -208,7 +212,10 @@ class ShapeDtypeStruct:
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
-        return hash((self.shape, self.dtype, self.weak_type))
+        h = self._hash
+        if h is None:
+            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
+        return h
 
     def __repr__(self):
         return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"

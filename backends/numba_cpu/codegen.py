@@ -1,11 +1,524 @@
-"""Code generation for the numba backend: a jaxpr -> one Python module, compiled by numba.
+"""Code generation for the numba backend: a jaxpr -> generated Python, compiled by numba.
 
-(Work in progress: until the generator lands, `compile_jaxpr` interprets the jaxpr on
-NumPy buffers with the reference implementations, like the numpy backend's jit.)
+`compile_jaxpr(closed)` generates, for the whole program:
+
+    kernels   one `@numba.njit` function per fusion group (plan.py groups, kernels.py
+              source): a loop nest over the group's domain, sizes passed at run time.
+              Each distinct kernel source is its own module `<cache>/fnad_k_<sha>.py`,
+              imported once per process: identical kernels (the layers of a model, the
+              same optimizer update on every parameter, the same program at a new shape)
+              are compiled once, and numba's `cache=True` keeps the machine code on disk,
+              so a new process loads it instead of compiling.
+    driver    `make(K)`, a factory holding `run(*args)`: straight-line Python, one
+              statement per fusion group or equation. dot_general and every primitive
+              that is not fused call the backend's impl (the NumPy reference: BLAS for
+              dot_general); jit, checkpoint, custom_jvp_call, custom_vjp_call and name
+              are inlined; cond, scan and while are Python control flow around driver
+              functions generated for their bodies; other higher-order primitives
+              (debug_callback) run their eager rule. K holds the run-time objects the
+              driver needs (impls with their params bound, jaxpr constants, literal
+              arrays): never globals, so the text depends only on the program's structure.
+              Kept in memory by hash (and written to `<cache>/fnad_driver_<sha>.py` so
+              that tracebacks show its lines).
+
+The cache dir is `$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba. The callable returned has
+`.source`: the driver followed by its kernels (`fnad.jit(f).lower(x).source`).
+
+Under `jax_debug_nans`/`jax_debug_infs` the program is interpreted instead (the check
+names the primitive that produced the NaN, which a fused kernel cannot).
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+import tempfile
+import warnings
 
-def compile_jaxpr(closed):
-    from fnad.backends.numpy_ref.compile import compile as interpret_compile
-    return interpret_compile(closed)
+import numpy as np
+
+from fnad import core
+from fnad.config import config
+from fnad.core import Array
+from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+
+CODEGEN_VERSION = "2"
+STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
+_MODULES: dict = {}                         # kernel name -> imported module
+_DRIVERS: dict = {}                         # driver source sha -> its `make`
+
+
+def compile_jaxpr(closed: ClosedJaxpr):
+    """The jaxpr as a Python callable on NumPy buffers (returns a list of buffers)."""
+    from fnad.backends import numba_cpu as backend
+    if config.jax_debug_nans or config.jax_debug_infs:
+        from fnad.backends.numpy_ref.compile import interpret
+        consts = [np.asarray(c) for c in closed.consts]
+
+        def run(*bufs):
+            return interpret(closed.jaxpr, consts, bufs, backend)
+        run.source = None
+        return run
+    return Compiled(closed, *_build(closed, backend, fuse=True))
+
+
+def _build(closed: ClosedJaxpr, backend, fuse: bool):
+    """(run, source): the generated program, its kernels imported (compiled lazily)."""
+    m = _ModuleBuilder(backend, fuse)
+    m.function(closed.jaxpr, closed.consts, "run")
+    driver = m.driver_source()
+    namespace = {name: getattr(load_module(src, name), name) for name, src in m.kernels.items()}
+    run = load_driver(driver, namespace)(m.K)
+    return run, "\n\n".join([driver] + list(m.kernels.values()))
+
+
+class Compiled:
+    """A compiled program: call it on NumPy buffers (returns a list); `.source` is the code.
+
+    numba compiles the kernels at the first call. Should that fail (a code generator bug:
+    a numba typing or lowering error), the program is rebuilt without fused kernels (every
+    equation through the backend's impls) with a warning, unless `STRICT` is set (the env
+    var FNAD_NUMBA_STRICT=1; the tests set it) in which case the error is raised.
+    """
+
+    __slots__ = ("run", "source", "_closed", "_checked")
+
+    def __init__(self, closed, run, source: str):
+        self.run, self.source, self._closed, self._checked = run, source, closed, False
+
+    def __call__(self, *bufs):
+        if self._checked:
+            return self.run(*bufs)
+        from numba.core.errors import NumbaError
+        try:
+            out = self.run(*bufs)
+        except NumbaError as e:
+            if STRICT:
+                raise
+            first = str(e).splitlines()[0][:200] if str(e) else ""
+            warnings.warn(f"fnad numba backend: compiling a fused kernel failed "
+                          f"({type(e).__name__}: {first}); running this program without "
+                          "fusion. Please report this with the program's jaxpr.", RuntimeWarning,
+                          stacklevel=2)
+            from fnad.backends import numba_cpu as backend
+            self.run, self.source = _build(self._closed, backend, fuse=False)
+            out = self.run(*bufs)
+        self._checked = True
+        return out
+
+
+# ---- flattening: inline the call-like primitives, drop dead code --------------------------
+def _call_params() -> dict:
+    """Call-like primitive -> the param holding the sub-jaxpr it calls (all operands)."""
+    from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
+    from fnad.jit import jit_p
+    from fnad.remat import remat_p
+    return {jit_p: "jaxpr", remat_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
+            custom_vjp_call_p: "call_jaxpr"}
+
+
+def flatten(jaxpr: Jaxpr, consts) -> tuple:
+    """(invars, [(constvar, value)], eqns, outvars) with calls inlined (fresh Vars inside)."""
+    from fnad.remat import name_p
+    calls = _call_params()
+    const_pairs = list(zip(jaxpr.constvars, consts))
+    eqns: list = []
+
+    def go(jaxpr: Jaxpr, env: dict, top: bool):
+        def sub(a):
+            return env.get(a, a) if type(a) is Var else a
+        for eqn in jaxpr.eqns:
+            ins = [sub(a) for a in eqn.invars]
+            key = calls.get(eqn.primitive)
+            if key is not None:
+                closed = eqn.params[key]
+                inner = dict(zip(closed.jaxpr.invars, ins))
+                for cv, c in zip(closed.jaxpr.constvars, closed.consts):
+                    fresh = Var(cv.aval)
+                    const_pairs.append((fresh, c))
+                    inner[cv] = fresh
+                outs = go(closed.jaxpr, inner, False)
+                env.update(zip(eqn.outvars, outs))
+            elif eqn.primitive is name_p:
+                env[eqn.outvars[0]] = ins[0]
+            else:
+                outvars = eqn.outvars
+                if not top:
+                    outvars = [Var(v.aval) for v in eqn.outvars]
+                    env.update(zip(eqn.outvars, outvars))
+                eqns.append(JaxprEqn(eqn.primitive, ins, eqn.params, outvars, eqn.source_info))
+        return [sub(v) for v in jaxpr.outvars]
+
+    outvars = go(jaxpr, {}, True)
+    eqns = _transposed_dots(_dce(eqns, outvars), outvars)
+    return list(jaxpr.invars), const_pairs, eqns, outvars
+
+
+def _transposed_dots(eqns: list, outvars: list) -> list:
+    """transpose(dot_general(a, b)) swapping the lhs and rhs free dims -> dot_general(b, a).
+
+    Reverse mode writes weight gradients as `transpose(x^T @ g)`; BLAS can produce the
+    transposed product directly instead of a copy by the next kernel (C()."""
+    from fnad.primitives.linalg import dot_general_p
+    from fnad.primitives.shape_ops import transpose_p
+    uses: dict = {}
+    for e in eqns:
+        for x in e.invars:
+            if type(x) is Var:
+                uses[x] = uses.get(x, 0) + 1
+    for v in outvars:
+        if type(v) is Var:
+            uses[v] = uses.get(v, 0) + 1
+    producer = {e.outvars[0]: k for k, e in enumerate(eqns)
+                if e.primitive is dot_general_p}
+    drop = set()
+    out = list(eqns)
+    for k, e in enumerate(eqns):
+        if e.primitive is not transpose_p or type(e.invars[0]) is not Var:
+            continue
+        j = producer.get(e.invars[0])
+        if j is None or uses[e.invars[0]] != 1:
+            continue
+        d = eqns[j]
+        lhs, rhs = d.invars
+        (lc, rc), (lb, rb) = d.params["dimension_numbers"]
+        nb = len(lb)
+        nl = lhs.aval.ndim - len(lc) - nb
+        nr = rhs.aval.ndim - len(rc) - nb
+        swap = tuple(range(nb)) + tuple(range(nb + nl, nb + nl + nr)) + tuple(range(nb, nb + nl))
+        if e.params["permutation"] != swap:
+            continue
+        params = dict(d.params, dimension_numbers=((rc, lc), (rb, lb)))
+        out[k] = JaxprEqn(d.primitive, [rhs, lhs], params, e.outvars, d.source_info)
+        drop.add(j)
+    return [e for k, e in enumerate(out) if k not in drop]
+
+
+def _effectful(eqn) -> bool:
+    if eqn.primitive in core.effectful_primitives:
+        return True
+    for p in eqn.params.values():
+        for s in (p if isinstance(p, (tuple, list)) else (p,)):
+            j = s.jaxpr if isinstance(s, ClosedJaxpr) else s
+            if isinstance(j, Jaxpr) and any(_effectful(e) for e in j.eqns):
+                return True
+    return False
+
+
+def _dce(eqns: list, outvars: list) -> list:
+    live = {v for v in outvars if type(v) is Var}
+    kept = []
+    for e in reversed(eqns):
+        if any(v in live for v in e.outvars) or _effectful(e):
+            kept.append(e)
+            live.update(x for x in e.invars if type(x) is Var)
+    kept.reverse()
+    return kept
+
+
+# ---- the module --------------------------------------------------------------------------------
+class _ModuleBuilder:
+    """Collects kernel modules, driver functions and the run-time objects list K."""
+
+    def __init__(self, backend, fuse: bool = True):
+        self.backend = backend
+        self.fuse = fuse
+        self.kernels: dict[str, str] = {}          # name -> kernel module source
+        self.K: list = []
+        self.functions: list[str] = []
+        self.n_fn = 0
+
+    def const(self, obj) -> str:
+        self.K.append(obj)
+        return f"K{len(self.K) - 1}"
+
+    def kernel(self, group, eqns) -> tuple[str, tuple, bool]:
+        """The group's kernel (one module per distinct source): name, sizes, threaded."""
+        from fnad.backends.numba_cpu.kernels import kernel_source
+        src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel")
+        head = [_stamp("kernel"), "import math  # noqa", "", "import numba",
+                "import numpy as np"]
+        if imports:
+            head.append("from fnad.backends.numba_cpu.mathfns import " + ", ".join(sorted(imports)))
+        if runtime:
+            head.append("from fnad.backends.numba_cpu.runtime import " + ", ".join(sorted(runtime)))
+        text = "\n".join(head + ["", "", src])
+        name = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        self.kernels.setdefault(name, text.replace("def kernel(", f"def {name}(", 1))
+        return name, sizes, threaded
+
+    def function(self, jaxpr: Jaxpr, consts, name: str | None = None) -> str:
+        """Emit a driver function for `jaxpr`; returns its name."""
+        if name is None:
+            self.n_fn += 1
+            name = f"f{self.n_fn}"
+        _Driver(self, jaxpr, consts, name).emit()
+        return name
+
+    def driver_source(self) -> str:
+        head = [_stamp("driver"),
+                "# kernels (modules fnad_k_*.py in the cache dir, source below in .source): "
+                + (", ".join(self.kernels) or "none"),
+                "import numpy as np", ""]
+        make = ["def make(K):", "    C = np.ascontiguousarray  # noqa"]
+        if self.K:
+            make.append("    " + ", ".join(f"K{i}" for i in range(len(self.K))) + ", = K")
+        for fn in self.functions:
+            make += ["", fn]
+        make += ["", "    return run", ""]
+        return "\n".join(head + make)
+
+
+def _stamp(what: str) -> str:
+    """The first line of generated modules: versions of everything the code depends on
+    (numba's disk cache does not notice when a helper module changes: the source must)."""
+    import numba
+    from fnad.backends.numba_cpu.mathfns import __file__ as mathfns_file
+    from fnad.backends.numba_cpu.runtime import RUNTIME_STAMP
+    mathfns = hashlib.sha256(pathlib.Path(mathfns_file).read_bytes()).hexdigest()[:12]
+    return (f"# fnad numba backend: generated {what} (codegen {CODEGEN_VERSION}, mathfns "
+            f"{mathfns}, runtime {RUNTIME_STAMP}, numba {numba.__version__})")
+
+
+class _Driver:
+    """The straight-line Python function of one (flattened) jaxpr."""
+
+    def __init__(self, m: _ModuleBuilder, jaxpr: Jaxpr, consts, name: str):
+        self.m = m
+        self.name = name
+        self.invars, self.const_pairs, self.eqns, self.outvars = flatten(jaxpr, consts)
+        self.lines: list[str] = []
+        self.names: dict = {}
+        self.contiguous: set = set()        # Vars known to be C-contiguous arrays
+        self.n = 0
+
+    def fresh(self, prefix="v") -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def line(self, s: str, depth: int = 2):
+        self.lines.append("    " * depth + s)
+
+    def atom(self, a) -> str:
+        if type(a) is Literal:
+            return self.m.const(np.asarray(a.val, a.aval.dtype))
+        return self.names[a]
+
+    def define(self, v: Var) -> str:
+        name = self.names[v] = self.fresh()
+        return name
+
+    def emit(self):
+        from fnad.backends.numba_cpu.scalar_ops import fusable
+        from fnad.backends.numba_cpu.plan import plan
+        args = []
+        for v in self.invars:
+            name = self.names[v] = self.fresh("a")
+            args.append(name)
+        for v, c in self.const_pairs:
+            self.names[v] = self.m.const(np.ascontiguousarray(np.asarray(c)))
+            self.contiguous.add(v)
+        for kind, x in plan(self.eqns, self.outvars, fusable if self.m.fuse else _never):
+            if kind == "group":
+                self.group(x)
+            else:
+                self.eqn(self.eqns[x])
+        outs = ", ".join(self.atom(v) for v in self.outvars)
+        self.line(f"return [{outs}]")
+        head = f"    def {self.name}({', '.join(args)}):"
+        self.m.functions.append("\n".join([head] + self.lines))
+
+    # ---- a fusion group: one kernel call ----
+    def group(self, g):
+        from fnad.backends.numba_cpu.runtime import NUM_THREADS
+        kname, sizes, threaded = self.m.kernel(g, self.eqns)
+        args = [repr(sizes)] if sizes else []
+        for v, _ in g.inputs:
+            a = self.atom(v)
+            args.append(a if not v.aval.shape or v in self.contiguous else f"C({a})")
+        self.contiguous.update(g.outputs)
+        if threaded:                    # outputs allocated here, chunks run on all threads
+            for v in g.outputs:
+                o = self.define(v)
+                self.line(f"{o} = np.empty({tuple(v.aval.shape)!r}, "
+                          f"{_np_dtype(v.aval.dtype)})")
+                args.append(o)
+            chunks = min(sizes[0], 16 * NUM_THREADS)
+            self.line(f"run_threaded({kname}, ({', '.join(args)},), {chunks})")
+            return
+        args += [repr(tuple(v.aval.shape)) for v in g.outputs if v.aval.shape]
+        outs = [self.define(v) for v in g.outputs]
+        self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
+
+    # ---- one equation in the driver ----
+    def eqn(self, eqn):
+        from fnad.primitives.control_flow import cond_p, scan_p, while_p
+        prim = eqn.primitive
+        ins = [self.atom(a) for a in eqn.invars]
+        impl = self.m.backend.impl_rules.get(prim)
+        if impl is not None:
+            fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl)
+            self.call(fn, ins, eqn)
+        elif prim is cond_p:
+            self.cond(eqn, ins)
+        elif prim is scan_p:
+            self.scan(eqn, ins)
+        elif prim is while_p:
+            self.while_(eqn, ins)
+        elif prim in core.eager_rules:
+            self.call(self.m.const(_eager_call(eqn, self.m.backend)), ins, eqn, multi=True)
+        else:
+            raise core.no_impl_error(prim, self.m.backend.name)
+
+    def call(self, fn: str, ins: list, eqn, multi: bool | None = None):
+        multi = eqn.primitive.multiple_results if multi is None else multi
+        expr = f"{fn}({', '.join(ins)})"
+        if not multi:
+            self.line(f"{self.define(eqn.outvars[0])} = {expr}")
+        elif eqn.outvars:
+            outs = [self.define(v) for v in eqn.outvars]
+            self.line(f"{''.join(o + ', ' for o in outs)}= {expr}")
+        else:
+            self.line(expr)
+
+    def _assign(self, eqn, expr: str, depth=2):
+        if eqn.outvars:
+            outs = [self.define(v) for v in eqn.outvars]
+            self.line(f"{''.join(o + ', ' for o in outs)}= {expr}", depth)
+        else:
+            self.line(expr, depth)
+
+    def cond(self, eqn, ins):
+        branches = eqn.params["branches"]
+        fns = [self.m.function(b.jaxpr, b.consts) for b in branches]
+        idx, ops = ins[0], ins[1:]
+        i = self.fresh("i")
+        self.line(f"{i} = min(max(int({idx}), 0), {len(fns) - 1})")
+        self._assign(eqn, f"({', '.join(fns)},)[{i}]({', '.join(ops)})")
+
+    def scan(self, eqn, ins):
+        p = eqn.params
+        body = self.m.function(p["jaxpr"].jaxpr, p["jaxpr"].consts)
+        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+        consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+        cs = [self.fresh("c") for _ in carry]
+        for c, init in zip(cs, carry):
+            self.line(f"{c} = {init}")
+        ys = []
+        for a in p["jaxpr"].out_avals[nk:]:
+            y = self.fresh("y")
+            ys.append(y)
+            self.line(f"{y} = np.empty({(length,) + tuple(a.shape)!r}, {_np_dtype(a.dtype)})")
+        i, r = self.fresh("i"), self.fresh("r")
+        steps = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
+        self.line(f"for {i} in {steps}:")
+        args = consts + cs + [f"{x}[{i}]" for x in xs]
+        self.line(f"{r} = {body}({', '.join(args)})", 3)
+        for k, c in enumerate(cs):
+            self.line(f"{c} = {r}[{k}]", 3)
+        for k, y in enumerate(ys):
+            self.line(f"{y}[{i}] = {r}[{nk + k}]", 3)
+        self._assign(eqn, ", ".join(cs + ys) + ("," if len(cs + ys) == 1 else ""))
+
+    def while_(self, eqn, ins):
+        p = eqn.params
+        cfn = self.m.function(p["cond_jaxpr"].jaxpr, p["cond_jaxpr"].consts)
+        bfn = self.m.function(p["body_jaxpr"].jaxpr, p["body_jaxpr"].consts)
+        ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+        cc, bc, carry = ins[:ncc], ins[ncc:ncc + nbc], ins[ncc + nbc:]
+        cs = [self.fresh("c") for _ in carry]
+        for c, init in zip(cs, carry):
+            self.line(f"{c} = {init}")
+        self.line(f"while {cfn}({', '.join(cc + cs)})[0]:")
+        lhs = "".join(c + ", " for c in cs)
+        self.line(f"{lhs}= {bfn}({', '.join(bc + cs)})", 3)
+        self._assign(eqn, ", ".join(cs) + ("," if len(cs) == 1 else ""))
+
+
+def _never(eqn) -> bool:
+    return False
+
+
+def _np_dtype(dtype) -> str:
+    dt = np.dtype(dtype)
+    if dt.type.__module__ == "numpy" and hasattr(np, dt.name):
+        return f"np.{dt.name}"
+    return f"np.dtype({dt.str!r})"
+
+
+def _eager_call(eqn, backend):
+    """A driver callable running a higher-order primitive's eager rule on NumPy buffers."""
+    rule, params = core.eager_rules[eqn.primitive], eqn.params
+    avals = [x.aval for x in eqn.invars]
+    where = eqn.source_info
+
+    def call(*bufs):
+        with core.eqn_source(where):
+            res = rule(*[Array(b, a, backend) for b, a in zip(bufs, avals)], **params)
+        res = res if eqn.primitive.multiple_results else [res]
+        return [r._value if type(r) is Array else np.asarray(r) for r in res]
+    return call
+
+
+# ---- loading: a file in the cache dir, imported as a module ---------------------------------
+def cache_dir() -> pathlib.Path:
+    """`$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba (a temp dir where neither is writable)."""
+    env = os.environ.get("FNAD_CACHE_DIR")
+    path = pathlib.Path(env) if env else pathlib.Path.home() / ".cache" / "fnad" / "numba"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    path = pathlib.Path(tempfile.gettempdir()) / "fnad-numba-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write(path: pathlib.Path, src: str) -> None:
+    """Write `src` to `path` unless it is already there (atomically: a rename)."""
+    if path.exists() and path.read_text() == src:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(src)
+    os.replace(tmp, path)
+
+
+def load_module(src: str, name: str):
+    """Import the kernel module `name` from `<cache>/fnad_<name>.py` (written once).
+
+    Registered in sys.modules before it runs, so numba's `cache=True` can locate the
+    functions' source file and keep their machine code next to it (__pycache__)."""
+    mod = _MODULES.get(name)
+    if mod is not None:
+        return mod
+    modname = f"fnad_{name}"
+    path = cache_dir() / f"{modname}.py"
+    _write(path, src)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    _MODULES[name] = mod
+    return mod
+
+
+def load_driver(src: str, kernels: dict):
+    """The `make` function of a driver source (kept in memory by hash; also written to the
+    cache dir, so that tracebacks show its lines)."""
+    sha = hashlib.sha256(src.encode()).hexdigest()[:24]
+    make = _DRIVERS.get(sha)
+    if make is None:
+        path = cache_dir() / f"fnad_driver_{sha}.py"
+        _write(path, src)
+        from fnad.backends.numba_cpu.runtime import run_threaded
+        namespace = dict(kernels, np=np, run_threaded=run_threaded,
+                         __name__=f"fnad_driver_{sha}")
+        exec(compile(src, str(path), "exec"), namespace)
+        make = _DRIVERS[sha] = namespace["make"]
+    return make

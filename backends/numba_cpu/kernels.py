@@ -1,0 +1,335 @@
+"""Kernel source for one fusion group of the numba backend: a loop nest with typed scalar code.
+
+Owns `kernel_source(group, eqns)`: the loop nest, stages, buffers, loads and stores of a
+group (plan.py) around the scalar code of scalar_ops.py. Knows nothing about the driver or
+caching (codegen.py).
+
+Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
+
+    @numba.njit(fastmath=..., error_model='numpy', cache=True)
+    def kernel(sz, a0, s0):
+        n0 = np.uint64(sz[0])                     # sizes are arguments: one kernel serves
+        n1 = np.uint64(sz[1])                     # every shape of this structure
+        x0 = a0.reshape(-1)                       # inputs: contiguous, flat
+        o0 = np.empty(s0, np.float32)             # outputs
+        p0 = o0.reshape(-1)
+        b0 = np.empty(n1, np.float32)             # a row buffer
+        for i0 in range(n0):
+            r1 = -inf                             # stage 0: m = max(x)
+            for i1 in range(n1): r1 = fmaximum(r1, x0[i0 * n1 + i1])
+            r2 = 0                                # stage 1: e = exp(x - m); s = sum(e)
+            for i1 in range(n1): ... b0[i1] = e; r2 = r2 + e
+            for i1 in range(n1): p0[i0 * n1 + i1] = b0[i1] / r2      # stage 2
+        return (o0,)
+
+Values are scalars in the loop body: `v3 = v1 * v2` (scalar_ops.py). Loop indices are
+unsigned, so numba adds no negative-index wraparound that would stop LLVM from vectorizing.
+A kernel over at least THREADED_MIN elements is *threaded*: it takes its outputs and a chunk
+counter instead, and runtime.run_threaded runs it on several threads.
+"""
+from __future__ import annotations
+
+import math
+
+from fnad.backends.numba_cpu import plan as pl
+from fnad.backends.numba_cpu.scalar_ops import (combine, const, emit_rules, kind, np_name,
+                                                red_identity)
+
+# fastmath without nnan/ninf (NaN must propagate; isnan must work); `reassoc` only where a
+# reduction needs it to vectorize (elsewhere it could fold (x + c) - c into x)
+FLAGS = "{'arcp', 'contract', 'afn', 'nsz'}"
+FLAGS_REDUCE = "{'arcp', 'contract', 'afn', 'reassoc', 'nsz'}"
+THREADED_MIN = 1 << 18        # elements: below this (~0.2 ms of work) one thread is as fast
+
+
+# ---- the kernel ---------------------------------------------------------------------------------
+class _Emitter:
+    """Lines with indentation, fresh names, and what the module must import."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+        self.n = 0
+        self.imports: set[str] = set()                  # mathfns names
+        self.runtime: set[str] = set()                  # runtime helper names
+
+    def line(self, s: str):
+        self.lines.append("    " * self.depth + s)
+
+    def fresh(self, prefix="t") -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def tmp(self, expr: str) -> str:
+        name = self.fresh()
+        self.line(f"{name} = {expr}")
+        return name
+
+    @staticmethod
+    def out_dtype(eqn):
+        return eqn.outvars[0].aval.dtype
+
+    @staticmethod
+    def out_kind(eqn):
+        return kind(eqn.outvars[0].aval.dtype)
+
+
+def _merge_dims(domain, inner, dmaps):
+    """Runs of adjacent non-unit domain dims that every dmap treats alike (one loop each)."""
+    pos = [{d: k for k, d in enumerate(dm) if d is not None} for dm in dmaps]
+
+    def can_merge(a, b):
+        if (a in inner) != (b in inner):
+            return False
+        for dm, p in zip(dmaps, pos):
+            pa, pb = p.get(a), p.get(b)
+            if (pa is None) != (pb is None):
+                return False
+            if pa is not None and not (pb > pa and all(dm[k] is None for k in range(pa + 1, pb))):
+                return False
+        return True
+
+    runs: list[list[int]] = []
+    for d, n in enumerate(domain):
+        if n == 1:
+            continue
+        if runs and can_merge(runs[-1][-1], d):
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return runs
+
+
+class _Layout:
+    """Loop dims (merged runs of domain dims) and index expressions of values.
+
+    Sizes are not constants in the source: the kernel takes them as its first argument
+    `sz` (n0, n1, ...), so one kernel serves every shape with the same structure."""
+
+    def __init__(self, domain, inner, dmaps):
+        self.runs = _merge_dims(domain, inner, dmaps)
+        self.sizes = [math.prod(domain[d] for d in run) for run in self.runs]
+        self.inner = [m for m, run in enumerate(self.runs) if run[0] in inner]
+        self.outer = [m for m, run in enumerate(self.runs) if run[0] not in inner]
+
+    def mask(self, dmap) -> frozenset:
+        present = {d for d in dmap if d is not None}
+        return frozenset(m for m, run in enumerate(self.runs) if run[0] in present)
+
+    def index(self, dmap) -> str:
+        """Flat (row-major) index of a value with this dmap at loop point (i0, i1, ...)."""
+        where = {d: k for k, d in enumerate(dmap) if d is not None}
+        dims = sorted((where[run[-1]], m) for m, run in enumerate(self.runs)
+                      if run[-1] in where)
+        return _flat([m for _, m in dims])
+
+    def inner_index(self) -> str:
+        return _flat(self.inner)
+
+    def inner_size(self) -> str:
+        return " * ".join(f"n{m}" for m in self.inner) or "1"
+
+
+def _flat(dims: list) -> str:
+    """sum_k i_k * prod(n_j for j after k): the row-major index over loop dims `dims`."""
+    terms = []
+    for k, m in enumerate(dims):
+        later = [f"n{j}" for j in dims[k + 1:]]
+        terms.append(f"i{m}" if not later else f"i{m} * " + " * ".join(later))
+    return " + ".join(terms) if terms else "0"
+
+
+def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
+    """(source of the njit function `name`, mathfns names, runtime names, sizes, threaded).
+
+    Arguments: `sz`, the loop sizes (omitted for a rank-0 domain); the group's inputs in
+    order (arrays, or rank-0 buffers); then either the shapes of the outputs of rank > 0
+    (it allocates and returns a tuple of the outputs), or, when `threaded`, the output
+    arrays themselves, a chunk counter and the number of chunks (it fills the chunks of
+    the outermost loop it claims; see runtime.run_threaded). `sizes` is the `sz` to pass.
+    """
+    E = _Emitter()
+    members = [eqns[i] for i in g.members]
+    outs = {v: k for k, v in enumerate(g.outputs)}
+    dmaps = [dm for _, dm in g.inputs] + [g.dmaps[v] for e in members for v in e.outvars]
+    L = _Layout(g.domain, g.inner, dmaps)
+    inner_set = set(L.inner)
+
+    # -- levels: when each member value is available (stage of inner values) --
+    level: dict = {}
+    stage_of: dict = {}                     # reduce eqn index -> stage
+    is_inner: dict = {}
+    for i, e in zip(g.members, members):
+        v = e.outvars[0]
+        is_inner[v] = bool(L.mask(g.dmaps[v]) & inner_set)
+        lv = 0
+        for r in g.operands[i]:
+            if r[0] == "m":
+                lv = max(lv, level[r[1]])
+        if e.primitive in pl.REDUCTIONS and i not in g.unit_reductions:
+            stage_of[i] = lv
+            level[v] = lv + 1
+        else:
+            level[v] = lv
+    inner_levels = [level[v] for v in level if is_inner[v]] + list(stage_of.values())
+    nstages = (max(inner_levels) + 1) if L.inner and inner_levels else 0
+
+    # inner values read in a later stage than their own: kept in a buffer (or the output)
+    crossing: set = set()
+    for i, e in zip(g.members, members):
+        t = stage_of.get(i, level[e.outvars[0]])
+        if not (is_inner[e.outvars[0]] or i in stage_of):
+            continue
+        for r in g.operands[i]:
+            if r[0] == "m" and is_inner[r[1]] and level[r[1]] < t:
+                crossing.add(r[1])
+    buffers = {v: f"b{k}" for k, v in enumerate(u for u in level if u in crossing
+                                                 and u not in outs)}
+
+    total = math.prod(L.sizes)
+    threaded = bool(L.outer) and total >= THREADED_MIN and L.sizes[L.outer[0]] >= 2
+    flags = FLAGS_REDUCE if stage_of else FLAGS
+
+    # -- prologue: sizes, flat inputs, outputs --
+    args = ["sz"] if L.runs else []
+    for m in range(len(L.runs)):                # unsigned: indices need no wraparound check
+        E.line(f"n{m} = np.uint64(sz[{m}])")
+    in_name = {}
+    in_mask = {}
+    for k, (v, dm) in enumerate(g.inputs):
+        args.append(f"a{k}")
+        m = L.mask(dm)
+        in_mask[k] = m
+        if not m:
+            if v.aval.shape:
+                E.line(f"x{k} = a{k}.reshape(-1)[0]")
+            else:
+                E.runtime.add("scalar_of")
+                E.line(f"x{k} = scalar_of(a{k})")
+        else:
+            E.line(f"x{k} = a{k}.reshape(-1)")
+        in_name[(v, dm)] = k
+    for v, k in outs.items():
+        if threaded:
+            args.append(f"o{k}")
+        else:
+            shape = "()"
+            if v.aval.shape:
+                shape = f"s{k}"
+                args.append(shape)
+            E.line(f"o{k} = np.empty({shape}, {np_name(v.aval.dtype)})")
+        E.line(f"p{k} = o{k}.reshape(-1)")
+
+    def alloc_buffers():
+        for v, b in buffers.items():
+            E.line(f"{b} = np.empty({L.inner_size()}, {np_name(v.aval.dtype)})")
+
+    # -- loops --
+    if threaded:
+        m0 = L.outer[0]
+        args += ["counter", "chunks"]
+        E.runtime.add("fetch_add")
+        E.line("while True:")
+        E.depth += 1
+        E.line("c = fetch_add(counter)")
+        E.line("if c >= chunks:")
+        E.line("    break")
+        alloc_buffers()
+        E.line(f"for i{m0} in range(np.uint64(c) * n{m0} // np.uint64(chunks), "
+               f"np.uint64(c + 1) * n{m0} // np.uint64(chunks)):")
+        E.depth += 1
+        rest = L.outer[1:]
+    else:
+        alloc_buffers()
+        rest = L.outer
+    for m in rest:
+        E.line(f"for i{m} in range(n{m}):")
+        E.depth += 1
+
+    names: dict = {}                        # member var -> its scalar name
+    for v in level:
+        names[v] = E.fresh("v")
+    outer_loads: dict = {}
+
+    def operand(r, stage_cache):
+        if r[0] == "lit":
+            return const(r[1].val, r[1].aval.dtype)
+        if r[0] == "in":
+            k = in_name[(r[1], r[2])]
+            if not in_mask[k]:
+                return f"x{k}"
+            cache = stage_cache if in_mask[k] & inner_set else outer_loads
+            if ("in", k) not in cache:
+                cache[("in", k)] = E.tmp(f"x{k}[{L.index(r[2])}]")
+            return cache[("in", k)]
+        v = r[1]
+        if stage_cache is not None and is_inner[v] and v in crossing \
+                and stage_cache["stage"] > level[v]:
+            if ("m", v) not in stage_cache:
+                src = (f"p{outs[v]}[{L.index(g.dmaps[v])}]" if v in outs
+                       else f"{buffers[v]}[{L.inner_index()}]")
+                stage_cache[("m", v)] = E.tmp(src)
+            return stage_cache[("m", v)]
+        return names[v]
+
+    def store(v):
+        if v in outs:
+            E.line(f"p{outs[v]}[{L.index(g.dmaps[v])}] = {names[v]}")
+        if v in buffers:
+            E.line(f"{buffers[v]}[{L.inner_index()}] = {names[v]}")
+
+    def compute(i, e, stage_cache):
+        xs = [operand(r, stage_cache) for r in g.operands[i]]
+        if i in g.unit_reductions:
+            expr = xs[0]                                # over size-1 dims: a copy
+        else:
+            expr = emit_rules[e.primitive].emit(E, xs, e)
+        v = e.outvars[0]
+        E.line(f"{names[v]} = {expr}")
+        store(v)
+
+    def outer_values(lv):
+        for i, e in zip(g.members, members):
+            v = e.outvars[0]
+            if i not in stage_of and not is_inner[v] and level[v] == lv:
+                compute(i, e, None)
+
+    outer_values(0)
+    for t in range(nstages):
+        accs = {}
+        for i, e in zip(g.members, members):
+            if stage_of.get(i) == t:
+                dt = e.outvars[0].aval.dtype
+                acc = E.fresh("r")
+                accs[i] = acc
+                E.line(f"{acc} = {const(red_identity(e.primitive, dt), dt)}")
+        body_start = E.depth
+        for m in L.inner:
+            E.line(f"for i{m} in range(n{m}):")
+            E.depth += 1
+        cache = {"stage": t}
+        for i, e in zip(g.members, members):
+            v = e.outvars[0]
+            if i in stage_of and stage_of[i] == t:
+                x = operand(g.operands[i][0], cache)
+                combine(E, e.primitive, accs[i], x, v.aval.dtype)
+            elif i not in stage_of and is_inner[v] and level[v] == t:
+                compute(i, e, cache)
+        E.depth = body_start
+        for i, e in zip(g.members, members):
+            if stage_of.get(i) == t:
+                v = e.outvars[0]
+                dt = v.aval.dtype
+                E.line(f"{names[v]} = {accs[i]}")
+                store(v)
+        outer_values(t + 1)
+
+    E.depth = 1
+    if threaded:
+        E.line("return 0")
+    else:
+        E.line("return (" + "".join(f"o{k}, " for k in range(len(outs))) + ")")
+    nogil = ", nogil=True" if threaded else ""
+    head = [f"@numba.njit(fastmath={flags}, error_model='numpy', cache=True{nogil})",
+            f"def {name}({', '.join(args)}):"]
+    return "\n".join(head + E.lines) + "\n", E.imports, E.runtime, tuple(L.sizes), threaded

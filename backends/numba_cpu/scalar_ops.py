@@ -1,0 +1,321 @@
+"""Scalar code for the numba backend's kernels: primitive -> typed expression.
+
+Owns `emit_rules` (one rule per elementwise primitive: the dtype kinds it handles and a
+function (emitter, operand names, eqn) -> expression), the reductions' identities and
+accumulation steps, `fusable(eqn)` (can the equation be a member of a fusion group) and the
+typed constants (`const`). kernels.py builds the loop nests around them.
+
+Types follow the jaxpr exactly: every constant is typed (`np.float32(0.5)`: an untyped
+`0.5` would make float32 code float64), integer results are cast back to their dtype (numba
+widens int32 arithmetic to int64), NaN propagates (fmaximum/fminimum, conversions), and
+integer division rounds toward zero with x / 0 = 0 (runtime.idiv), as the NumPy reference.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fnad.backends.numba_cpu import plan as pl
+from fnad.backends.numba_cpu.mathfns import FUNCS, func_name
+from fnad.primitives import elementwise as ew
+from fnad.primitives import logic as lg
+from fnad.primitives import reductions as red
+
+SUPPORTED = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float32, np.float64))
+
+
+def np_name(dtype) -> str:
+    dt = np.dtype(dtype)
+    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+
+
+def const(val, dtype) -> str:
+    """A typed scalar constant in generated code."""
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return "True" if bool(val) else "False"
+    if dt.kind in "iu":
+        return f"{np_name(dt)}({int(val)})"
+    v = float(val)
+    if math.isnan(v):
+        r = "np.nan"
+    elif math.isinf(v):
+        r = "np.inf" if v > 0 else "-np.inf"
+    else:
+        r = repr(v)
+    return f"{np_name(dt)}({r})"
+
+
+def _cast(dt, expr: str) -> str:
+    return f"{np_name(dt)}({expr})"
+
+
+# ---- scalar emitters ---------------------------------------------------------------------------
+class Rule:
+    """kinds: dtype kinds ('b', 'i', 'u', 'f') of the operands the rule emits code for."""
+
+    __slots__ = ("kinds", "emit")
+
+    def __init__(self, kinds: str, emit):
+        self.kinds, self.emit = kinds, emit
+
+
+def _arith(op: str):
+    def emit(E, xs, eqn):
+        expr = f"({xs[0]} {op} {xs[1]})"
+        return expr if E.out_kind(eqn) == "f" else _cast(E.out_dtype(eqn), expr)
+    return Rule("iuf", emit)
+
+
+def _unary_np(fn: str, kinds="f"):
+    return Rule(kinds, lambda E, xs, eqn: _cast(E.out_dtype(eqn), f"{fn}({xs[0]})"))
+
+
+def _mathfn(name: str, fallback: str):
+    """A mathfns polynomial where it has one for the dtype (vectorizes), else NumPy's."""
+    def emit(E, xs, eqn):
+        dt = E.out_dtype(eqn)
+        if dt.type in FUNCS.get(name, {}):
+            fn = func_name(name, dt)
+            E.imports.add(fn)
+            return f"{fn}({xs[0]})"
+        return _cast(dt, f"{fallback}({xs[0]})")
+    return Rule("f", emit)
+
+
+def _cmp(op: str):
+    return Rule("biuf", lambda E, xs, eqn: f"({xs[0]} {op} {xs[1]})")
+
+
+def _maxmin(op: str):
+    def emit(E, xs, eqn):
+        a, b = xs
+        if E.out_kind(eqn) == "f":                     # NaN in either operand wins
+            fn = "fmaximum" if op == ">" else "fminimum"
+            E.runtime.add(fn)
+            return f"{fn}({a}, {b})"
+        return f"({a} if {a} {op} {b} else {b})"
+    return Rule("biuf", emit)
+
+
+def _bitwise(op: str):
+    def emit(E, xs, eqn):
+        expr = f"({xs[0]} {op} {xs[1]})"
+        return expr if E.out_kind(eqn) == "b" else _cast(E.out_dtype(eqn), expr)
+    return Rule("biu", emit)
+
+
+def _div(E, xs, eqn):
+    if E.out_kind(eqn) == "f":
+        return f"({xs[0]} / {xs[1]})"
+    E.runtime.add("idiv")
+    return _cast(E.out_dtype(eqn), f"idiv({xs[0]}, {xs[1]})")
+
+
+def _rem(E, xs, eqn):
+    if E.out_kind(eqn) == "f":
+        return _cast(E.out_dtype(eqn), f"np.fmod({xs[0]}, {xs[1]})")
+    E.runtime.add("irem")
+    return _cast(E.out_dtype(eqn), f"irem({xs[0]}, {xs[1]})")
+
+
+def _neg(E, xs, eqn):
+    return f"(-{xs[0]})" if E.out_kind(eqn) == "f" else _cast(E.out_dtype(eqn), f"(-{xs[0]})")
+
+
+def _integer_pow(E, xs, eqn):
+    y, x, dt = eqn.params["y"], xs[0], E.out_dtype(eqn)
+    if y == 0:
+        return const(1, dt)
+    if abs(y) > 8:
+        return _cast(dt, f"np.power({x}, {const(y, dt)})")
+    p = x
+    for _ in range(abs(y) - 1):                        # x*x*...*x, one temp per step
+        p = E.tmp(f"({p} * {x})" if dt.kind == "f" else _cast(dt, f"({p} * {x})"))
+    return f"({const(1, dt)} / {p})" if y < 0 else p
+
+
+def _square(E, xs, eqn):
+    expr = f"({xs[0]} * {xs[0]})"
+    return expr if E.out_kind(eqn) == "f" else _cast(E.out_dtype(eqn), expr)
+
+
+def _abs(E, xs, eqn):
+    return _cast(E.out_dtype(eqn), f"np.abs({xs[0]})")
+
+
+def _round(E, xs, eqn):
+    x, dt = xs[0], E.out_dtype(eqn)
+    if eqn.params["rounding_method"] == ew.TO_NEAREST_EVEN:
+        return _cast(dt, f"np.rint({x})")
+    t = E.tmp(_cast(dt, f"np.trunc({x})"))             # halfway cases away from zero
+    return _cast(dt, f"({t} + np.sign({x}) if np.abs({x} - {t}) >= {const(0.5, dt)} else {t})")
+
+
+def _rsqrt(E, xs, eqn):
+    dt = E.out_dtype(eqn)
+    return _cast(dt, f"({const(1, dt)} / np.sqrt({xs[0]}))")
+
+
+def _not(E, xs, eqn):
+    if E.out_kind(eqn) == "b":
+        return f"(not {xs[0]})"
+    return _cast(E.out_dtype(eqn), f"(~{xs[0]})")
+
+
+def _select_n(E, xs, eqn):
+    which, cases = xs[0], xs[1:]
+    if len(cases) == 1:
+        return cases[0]
+    if eqn.invars[0].aval.dtype == np.bool_:
+        return f"({cases[1]} if {which} else {cases[0]})"
+    expr = cases[-1]
+    for k in range(len(cases) - 2, -1, -1):
+        expr = f"({cases[k]} if {which} == {k} else {expr})"
+    return expr
+
+
+def _clamp(E, xs, eqn):
+    lo, x, hi = xs
+    mx = _maxmin(">").emit(E, [x, lo], eqn)
+    m = E.tmp(mx)
+    return _maxmin("<").emit(E, [m, hi], eqn)
+
+
+def _convert(E, xs, eqn):
+    x = xs[0]
+    src, dst = eqn.invars[0].aval.dtype, E.out_dtype(eqn)
+    if dst == np.bool_:
+        return f"({x} != {const(0, src)})"
+    if src.kind == "f" and dst.kind in "iu":            # saturate, NaN -> 0 (as XLA)
+        info = np.iinfo(dst)
+        return (f"({const(0, dst)} if {x} != {x} else ({const(info.max, dst)} "
+                f"if {x} >= {float(info.max)!r} else ({const(info.min, dst)} "
+                f"if {x} <= {float(info.min)!r} else {_cast(dst, x)})))")
+    return _cast(dst, x)
+
+
+emit_rules: dict = {}
+emit_rules[ew.add_p] = _arith("+")
+emit_rules[ew.add_any_p] = _arith("+")
+emit_rules[ew.sub_p] = _arith("-")
+emit_rules[ew.mul_p] = _arith("*")
+emit_rules[ew.div_p] = Rule("iuf", _div)
+emit_rules[ew.rem_p] = Rule("iuf", _rem)
+emit_rules[ew.neg_p] = Rule("iuf", _neg)
+emit_rules[ew.pow_p] = Rule("f", lambda E, xs, eqn: _cast(E.out_dtype(eqn),
+                                                          f"np.power({xs[0]}, {xs[1]})"))
+emit_rules[ew.integer_pow_p] = Rule("iuf", _integer_pow)
+emit_rules[ew.square_p] = Rule("iuf", _square)
+emit_rules[ew.max_p] = _maxmin(">")
+emit_rules[ew.min_p] = _maxmin("<")
+emit_rules[ew.abs_p] = Rule("iuf", _abs)
+emit_rules[ew.sign_p] = _unary_np("np.sign", "iuf")
+emit_rules[ew.floor_p] = _unary_np("np.floor")
+emit_rules[ew.ceil_p] = _unary_np("np.ceil")
+emit_rules[ew.round_p] = Rule("f", _round)
+emit_rules[ew.exp_p] = _mathfn("exp", "np.exp")
+emit_rules[ew.exp2_p] = _mathfn("exp2", "np.exp2")
+emit_rules[ew.log_p] = _mathfn("log", "np.log")
+emit_rules[ew.log1p_p] = _mathfn("log1p", "np.log1p")
+emit_rules[ew.expm1_p] = _mathfn("expm1", "np.expm1")
+emit_rules[ew.tanh_p] = _mathfn("tanh", "np.tanh")
+emit_rules[ew.logistic_p] = _mathfn("logistic", "logistic")
+emit_rules[ew.erf_p] = _mathfn("erf", "math.erf")
+emit_rules[ew.erfc_p] = _mathfn("erfc", "math.erfc")
+emit_rules[ew.sqrt_p] = _unary_np("np.sqrt")
+emit_rules[ew.rsqrt_p] = Rule("f", _rsqrt)
+emit_rules[ew.cbrt_p] = _unary_np("np.cbrt")
+emit_rules[ew.sin_p] = _unary_np("np.sin")
+emit_rules[ew.cos_p] = _unary_np("np.cos")
+emit_rules[ew.tan_p] = _unary_np("np.tan")
+emit_rules[ew.asin_p] = _unary_np("np.arcsin")
+emit_rules[ew.acos_p] = _unary_np("np.arccos")
+emit_rules[ew.atan_p] = _unary_np("np.arctan")
+emit_rules[ew.atan2_p] = Rule("f", lambda E, xs, eqn: _cast(E.out_dtype(eqn),
+                                                            f"np.arctan2({xs[0]}, {xs[1]})"))
+emit_rules[ew.sinh_p] = _unary_np("np.sinh")
+emit_rules[ew.cosh_p] = _unary_np("np.cosh")
+emit_rules[ew.asinh_p] = _unary_np("np.arcsinh")
+emit_rules[ew.acosh_p] = _unary_np("np.arccosh")
+emit_rules[ew.atanh_p] = _unary_np("np.arctanh")
+emit_rules[lg.eq_p] = _cmp("==")
+emit_rules[lg.ne_p] = _cmp("!=")
+emit_rules[lg.lt_p] = _cmp("<")
+emit_rules[lg.le_p] = _cmp("<=")
+emit_rules[lg.gt_p] = _cmp(">")
+emit_rules[lg.ge_p] = _cmp(">=")
+emit_rules[lg.is_finite_p] = Rule("f", lambda E, xs, eqn: f"np.isfinite({xs[0]})")
+emit_rules[lg.and_p] = _bitwise("&")
+emit_rules[lg.or_p] = _bitwise("|")
+emit_rules[lg.xor_p] = _bitwise("^")
+emit_rules[lg.not_p] = Rule("biu", _not)
+emit_rules[lg.select_n_p] = Rule("biuf", _select_n)
+emit_rules[lg.clamp_p] = Rule("iuf", _clamp)
+emit_rules[lg.convert_element_type_p] = Rule("biuf", _convert)
+emit_rules[lg.stop_gradient_p] = Rule("biuf", lambda E, xs, eqn: xs[0])
+
+
+# ---- reductions: (identity, combine) per primitive --------------------------------------------
+def red_identity(prim, dt):
+    if prim is red.reduce_sum_p or prim is red.reduce_or_p:
+        return 0
+    if prim is red.reduce_prod_p:
+        return 1
+    if prim is red.reduce_and_p:
+        return True if dt == np.bool_ else (-1 if dt.kind == "i" else np.iinfo(dt).max)
+    big = prim is red.reduce_min_p
+    if dt == np.bool_:
+        return big
+    if dt.kind in "iu":
+        return np.iinfo(dt).max if big else np.iinfo(dt).min
+    return math.inf if big else -math.inf
+
+
+_RED_KINDS = {red.reduce_sum_p: "iuf", red.reduce_prod_p: "iuf", red.reduce_max_p: "biuf",
+              red.reduce_min_p: "biuf", red.reduce_and_p: "biu", red.reduce_or_p: "biu"}
+
+
+def kind(dt) -> str:
+    return "b" if dt == np.bool_ else dt.kind
+
+
+def fusable(eqn) -> bool:
+    """Can this equation be a member of a numba fusion group?"""
+    avals = [x.aval for x in eqn.invars] + [v.aval for v in eqn.outvars]
+    if any(a.dtype not in SUPPORTED for a in avals):
+        return False
+    p = eqn.primitive
+    if p in pl.REDUCTIONS:
+        return kind(eqn.invars[0].aval.dtype) in _RED_KINDS[p]
+    rule = emit_rules.get(p)
+    if rule is None:
+        return False
+    ref = eqn.invars[-1] if p is lg.select_n_p else eqn.invars[0]
+    return kind(ref.aval.dtype) in rule.kinds
+
+
+def combine(E, prim, acc, x, dt):
+    """One step of a reduction: acc <- acc (op) x."""
+    k = kind(dt)
+    if prim is red.reduce_sum_p or prim is red.reduce_prod_p:
+        op = "+" if prim is red.reduce_sum_p else "*"
+        expr = f"{acc} {op} {x}"
+        E.line(f"{acc} = {expr}" if k == "f" else f"{acc} = {_cast(dt, expr)}")
+    elif prim is red.reduce_max_p or prim is red.reduce_min_p:
+        op = ">" if prim is red.reduce_max_p else "<"
+        if k == "b":
+            E.line(f"{acc} = {acc} | {x}" if op == ">" else f"{acc} = {acc} & {x}")
+        elif k == "f":                              # NaN-propagating, vectorizes
+            fn = "fmaximum" if op == ">" else "fminimum"
+            E.runtime.add(fn)
+            E.line(f"{acc} = {fn}({acc}, {x})")
+        else:
+            E.line(f"{acc} = {x} if {x} {op} {acc} else {acc}")
+    elif prim is red.reduce_and_p or prim is red.reduce_or_p:
+        op = "&" if prim is red.reduce_and_p else "|"
+        expr = f"{acc} {op} {x}"
+        E.line(f"{acc} = {expr}" if k == "b" else f"{acc} = {_cast(dt, expr)}")

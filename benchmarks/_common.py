@@ -1,0 +1,47 @@
+"""Shared helpers for the benchmarks: timing, optional imports, a result table."""
+from __future__ import annotations
+
+import platform
+import sys
+import time
+
+import numpy as np
+
+
+def median_s(fn, number: int = 1, repeat: int = 15, warmup: int = 2) -> float:
+    """Median over `repeat` runs of the time per call of `fn` (seconds)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t) / number)
+    return float(np.median(times))
+
+
+def optional(name: str):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+def header() -> str:
+    import fnad
+    parts = [f"fnad {fnad.__version__}", f"numpy {np.__version__}"]
+    for mod in ("jax", "numba", "torch"):
+        m = optional(mod)
+        parts.append(f"{mod} {m.__version__}" if m is not None else f"{mod} not installed")
+    return ", ".join(parts) + f"; Python {sys.version.split()[0]} on {platform.machine()}"
+
+
+def table(rows, title: str) -> str:
+    """rows: (case, implementation, seconds, ratio-or-None)."""
+    lines = [title, f"{'case':34s} {'implementation':22s} {'time':>12s} {'ratio':>8s}"]
+    for case, impl, sec, ratio in rows:
+        t = f"{sec * 1e6:9.2f} us" if sec < 1e-3 else f"{sec * 1e3:9.2f} ms"
+        r = "" if ratio is None else f"{ratio:8.2f}"
+        lines.append(f"{case:34s} {impl:22s} {t:>12s} {r:>8s}")
+    return "\n".join(lines)

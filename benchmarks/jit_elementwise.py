@@ -1,0 +1,95 @@
+"""jit on the numba backend against jax.jit: a fused elementwise chain and a row softmax.
+
+Cases (float32, 1000x1000):
+    chain    tanh(a*b + c)*0.5 + c/(1 + exp(-a))   (one fused kernel in fnad)
+    softmax  softmax over the rows                 (max, exp+sum, divide: one kernel)
+
+Both run in this process on the same inputs, their calls interleaved (so that load from
+other processes hits both alike); the time per call is the median over the repeats,
+after a warm-up call (compilation is not timed). Prints a table with the ratio fnad/jax
+(targets of issue 4: <= 1.0). Run:
+
+    python benchmarks/jit_elementwise.py
+"""
+from __future__ import annotations
+
+import platform
+import sys
+import time
+
+import numpy as np
+
+import fnad
+import fnad.numpy as fnp
+
+
+def median_us(fns: dict, repeat: int = 200) -> dict:
+    """{name: median us per call}, the functions' calls interleaved."""
+    for fn in fns.values():
+        fn()
+    times: dict = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: float(np.median(t)) * 1e6 for name, t in times.items()}
+
+
+def chain(np_mod):
+    def f(a, b, c):
+        return np_mod.tanh(a * b + c) * 0.5 + c / (1 + np_mod.exp(-a))
+    return f
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((1000, 1000)).astype(np.float32) for _ in range(3))
+    fa, fb, fc = fnp.asarray(a), fnp.asarray(b), fnp.asarray(c)
+    f_chain = fnad.jit(chain(fnp), backend="numba")
+    f_soft = fnad.jit(lambda x: fnad.nn.softmax(x, axis=-1), backend="numba")
+
+    def fnad_chain():
+        return f_chain(fa, fb, fc)
+
+    def fnad_soft():
+        return f_soft(fa)
+
+    # the same numbers as NumPy (float tolerance), before timing anything
+    ref_chain = np.tanh(a * b + c) * 0.5 + c / (1 + np.exp(-a))
+    e = np.exp(a - a.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(fnad_chain()), ref_chain, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(fnad_soft()), e / e.sum(-1, keepdims=True),
+                               rtol=1e-5, atol=1e-7)
+    cases = {"chain": {"fnad jit (numba)": fnad_chain,
+                       "numpy (eager)": lambda: chain(np)(a, b, c)},
+             "softmax": {"fnad jit (numba)": fnad_soft}}
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        jax = None
+    if jax is not None:
+        j_chain = jax.jit(chain(jnp))
+        j_soft = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+        ja, jb, jc = jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)
+        cases["chain"]["jax.jit"] = lambda: j_chain(ja, jb, jc).block_until_ready()
+        cases["softmax"]["jax.jit"] = lambda: j_soft(ja).block_until_ready()
+    rows = [(case, impl, us) for case, fns in cases.items()
+            for impl, us in median_us(fns).items()]
+
+    print(f"fnad {fnad.__version__}, numpy {np.__version__}"
+          + (f", jax {jax.__version__}" if jax is not None else ", jax not installed")
+          + f"; Python {sys.version.split()[0]} on {platform.machine()}")
+    print(f"{'case (1000x1000 f32)':22s} {'implementation':18s} {'us/call':>10s}")
+    for case, impl, us in rows:
+        print(f"{case:22s} {impl:18s} {us:10.1f}")
+    if jax is not None:
+        t = {(case, impl): us for case, impl, us in rows}
+        for case in ("chain", "softmax"):
+            ratio = t[(case, "fnad jit (numba)")] / t[(case, "jax.jit")]
+            print(f"ratio fnad/jax, {case:8s}: {ratio:5.2f}  (target <= 1.0)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""Run every benchmark in this folder, one after the other, printing each one's table.
+
+    python benchmarks/run_all.py
+
+Each script measures fnad and its references (jax, NumPy, PyTorch when installed) in its
+own process; copy the tables into docs/performance.md with the date.
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
+           "mlp_step.py", "numba_math.py"]
+
+
+def main() -> int:
+    here = pathlib.Path(__file__).parent
+    failed = []
+    for name in SCRIPTS:
+        path = here / name
+        if not path.exists():
+            continue
+        print(f"\n=== {name} ===", flush=True)
+        rc = subprocess.call([sys.executable, str(path)], cwd=here)
+        if rc:
+            failed.append(name)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,370 @@
+"""The numba backend's code generator: jit(f, backend="numba") against eager NumPy.
+
+Elementwise chains in every supported dtype (with NaN/inf), scalar operands and
+broadcasts, the row kernels (softmax, layer norm, RMSNorm), training-style programs (MLP
+value_and_grad, a scan RNN and its gradient, embedding gather/scatter), control flow, the
+generated source (one fused loop for a chain), the on-disk cache across processes, and
+every primitive spec of tests/specs through jit.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the numba backend needs numba")
+
+import fnad  # noqa: E402
+import fnad.numpy as jnp  # noqa: E402
+from fnad import lax, tree_util  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def strict_codegen(monkeypatch):
+    """A kernel numba cannot compile is an error here (users get a warning and no fusion)."""
+    from fnad.backends.numba_cpu import codegen
+    monkeypatch.setattr(codegen, "STRICT", True)
+
+
+def numba_jit(f, **kw):
+    return fnad.jit(f, backend="numba", **kw)
+
+
+def eager(f, *args):
+    """f run eagerly on fnad arrays (NumPy array arguments would run NumPy's methods)."""
+    return f(*tree_util.tree_map(jnp.asarray, args))
+
+
+def check(f, *args, rtol=1e-5, atol=1e-6):
+    """jit on the numba backend gives what eager execution gives."""
+    assert_same(numba_jit(f)(*args), eager(f, *args), rtol=rtol, atol=atol)
+
+
+def assert_same(got, want, rtol=1e-5, atol=1e-6):
+    """Same tree, shapes and dtypes; values within float tolerance (NaN where NaN)."""
+    g_leaves, g_tree = tree_util.tree_flatten(got)
+    w_leaves, w_tree = tree_util.tree_flatten(want)
+    assert g_tree == w_tree
+    for g, w in zip(g_leaves, w_leaves):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if g.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def specials(dtype, shape=(7, 9)):
+    """Random values with NaN, +-inf, +-0 and large magnitudes mixed in."""
+    x = RNG.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 0.5]
+    return x
+
+
+# ---- elementwise chains -------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_chain_with_nan_and_inf(dtype, request):
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    def f(a, b):
+        y = jnp.tanh(a * b + 1.5) * 0.5 + b / (1 + jnp.exp(-a))
+        z = jnp.where(a > b, jnp.log1p(jnp.abs(a)), jnp.sqrt(jnp.abs(b)) - jnp.expm1(b * 0.1))
+        m = jnp.maximum(a, b) + jnp.minimum(a, 0.0) + fnad.nn.sigmoid(a) + lax.erf(b)
+        return y, z, m, jnp.isfinite(a * b), jnp.clip(a, -1.0, 2.0)
+    a, b = specials(dtype), specials(dtype)[::-1].copy()
+    check(f, a, b, rtol=2e-6 if dtype == np.float32 else 1e-12)
+
+
+def test_int32_and_bool_chain():
+    def f(i, j, p):
+        q = (i * j + 7) // jnp.where(j == 0, 3, j)          # lax.div: toward zero
+        r = lax.rem(i, jnp.where(j == 0, 5, j)) - jnp.abs(i) + jnp.maximum(i, j)
+        s = (p & (i > j)) | ~p ^ (j < 0)
+        return q, r, s, jnp.sign(i) * 3, (i > 0).astype(jnp.int32) + i.astype(jnp.float32)
+    i = RNG.integers(-1000, 1000, (6, 5)).astype(np.int32)
+    i[0, 0] = np.iinfo(np.int32).min
+    j = RNG.integers(-20, 20, (6, 5)).astype(np.int32)
+    p = RNG.random((6, 5)) < 0.5
+    check(f, i, j, p)
+
+
+def test_conversions_saturate_like_the_reference():
+    def f(x):
+        return (x.astype(jnp.int32), x.astype(jnp.uint8), x.astype(jnp.bool_),
+                (x * 1e10).astype(jnp.int32), x.astype(jnp.int32).astype(jnp.float32))
+    x = specials(np.float32)
+    check(f, x)
+
+
+def test_scalar_operands_and_rank0_programs():
+    def f(x, s):
+        return x * s + s, jnp.exp(s) * 2.0 - s, lax.integer_pow(x, 3) - lax.integer_pow(s, -2)
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    s = np.float32(1.7)
+    check(f, x, s)
+    check(f, x, np.asarray(s))
+
+
+def test_broadcasts_are_read_in_place():
+    def f(x, b, col, s):
+        return jnp.tanh(x + b) * col + s, (x * b).sum(-1), jnp.max(x * col, axis=-1)
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float32)
+    b = RNG.standard_normal(8).astype(np.float32)
+    col = RNG.standard_normal((2, 3, 1)).astype(np.float32)
+    s = np.float32(0.25)
+    check(f, x, b, col, s)
+    check(f, np.asfortranarray(x), b, col, s)              # non-contiguous input
+
+
+def test_fused_chain_is_one_loop_in_the_source():
+    f = numba_jit(lambda a, b, c: jnp.tanh(a * b + c) * 0.5 + c / (1 + jnp.exp(-a)))
+    x = np.ones((16, 16), np.float32)
+    src = f.lower(x, x, x).source
+    assert src.count("@numba.njit") == 1, src
+    assert src.count("for ") == 1 and "tanh_f32(" in src and "exp_f32(" in src, src
+    assert "np.float32(0.5)" in src                       # typed constants
+    check(f.fun, x, x, x)
+
+
+def test_identical_kernels_are_emitted_once():
+    def f(x, y):
+        return jnp.tanh(x * 2.0 + 1.0) + jnp.tanh(y * 2.0 + 1.0) @ np.eye(4, dtype=np.float32)
+    x = RNG.standard_normal((4, 4)).astype(np.float32)
+    src = numba_jit(f).lower(x, x).source
+    assert src.count("@numba.njit") == 2, src             # tanh chain once, the add once
+    check(f, x, x)
+
+
+# ---- row kernels ---------------------------------------------------------------------------
+def _layer_norm(x, g, b):
+    mu = jnp.mean(x, -1, keepdims=True)
+    var = jnp.mean((x - mu) ** 2, -1, keepdims=True)
+    return (x - mu) * lax.rsqrt(var + 1e-5) * g + b
+
+
+def _rms_norm(x, g):
+    return x * lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (3, 4, 130), (1, 300)])
+def test_softmax_layer_norm_rms_norm(shape):
+    x = RNG.standard_normal(shape).astype(np.float32) * 3
+    g = RNG.standard_normal(shape[-1]).astype(np.float32)
+    b = RNG.standard_normal(shape[-1]).astype(np.float32)
+    for f, args in [(lambda x: fnad.nn.softmax(x, axis=-1), (x,)),
+                    (lambda x: fnad.nn.log_softmax(x, axis=-1), (x,)),
+                    (_layer_norm, (x, g, b)), (_rms_norm, (x, g))]:
+        check(f, *args, rtol=1e-5, atol=1e-5)
+        src = numba_jit(f).lower(*args).source
+        assert src.count("@numba.njit") == 1, src         # one row kernel
+        check(fnad.grad(lambda *a, f=f: jnp.sum(f(*a) * x)), *args, rtol=1e-4, atol=1e-5)
+
+
+def test_reductions_propagate_nan_and_handle_inf():
+    def f(x):
+        return (jnp.max(x, -1), jnp.min(x, -1), jnp.sum(x, -1), jnp.prod(x, -1),
+                jnp.max(x), fnad.nn.softmax(x, axis=-1))
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    x[0, 2] = np.nan
+    x[1, :] = -np.inf
+    x[2, 3] = np.inf
+    check(f, x)
+    i = RNG.integers(-50, 50, (4, 6)).astype(np.int32)
+    fi = lambda i: (jnp.max(i, -1), jnp.min(i, -1), jnp.sum(i * i, -1), jnp.any(i > 40, -1))
+    check(fi, i)
+
+
+def test_threaded_kernels_match():
+    x = RNG.standard_normal((600, 500)).astype(np.float32)     # above the threads threshold
+    f = lambda x: (fnad.nn.softmax(x, axis=-1), jnp.tanh(x) * 2.0 + x, jnp.sum(x * x, -1))
+    src = numba_jit(f).lower(x).source
+    assert "run_threaded(" in src and "nogil=True" in src
+    check(f, x)
+    check(lambda x: jnp.exp(x[:, None, :] - x[:, :, None]).sum(-1), x[:80])  # [80,500,500]
+
+
+# ---- programs ---------------------------------------------------------------------------------
+def _mlp_params():
+    r = np.random.default_rng(1)
+    return {"w1": (r.standard_normal((20, 32)) * 0.2).astype(np.float32),
+            "b1": np.zeros(32, np.float32),
+            "w2": (r.standard_normal((32, 5)) * 0.2).astype(np.float32),
+            "b2": np.zeros(5, np.float32)}
+
+
+def _mlp_loss(params, x, y):
+    h = fnad.nn.relu(x @ params["w1"] + params["b1"])
+    logits = h @ params["w2"] + params["b2"]
+    logp = fnad.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.sum(logp * fnad.nn.one_hot(y, 5), -1))
+
+
+def test_mlp_value_and_grad_and_sgd_step():
+    params = _mlp_params()
+    x = RNG.standard_normal((16, 20)).astype(np.float32)
+    y = RNG.integers(0, 5, 16).astype(np.int32)
+
+    def step(params, x, y):
+        loss, grads = fnad.value_and_grad(_mlp_loss)(params, x, y)
+        return loss, tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+    check(step, params, x, y)
+
+
+def test_scan_rnn_and_its_gradient():
+    r = np.random.default_rng(2)
+    w = (r.standard_normal((6, 6)) * 0.3).astype(np.float32)
+    u = (r.standard_normal((3, 6)) * 0.3).astype(np.float32)
+    xs = r.standard_normal((10, 4, 3)).astype(np.float32)
+
+    def loss(w, u, xs):
+        def cell(h, x):
+            h = jnp.tanh(h @ w + x @ u)
+            return h, jnp.sum(h * h)
+        h, ys = lax.scan(cell, jnp.zeros((4, 6), jnp.float32), xs)
+        return jnp.sum(h) + jnp.sum(ys)
+    check(loss, w, u, xs)
+    check(fnad.grad(loss, argnums=(0, 1)), w, u, xs, rtol=1e-4, atol=1e-5)
+    rev = lambda xs: lax.scan(lambda c, x: (c * 0.5 + x, c), jnp.zeros(3), xs, reverse=True)
+    check(rev, xs[:, 0])
+
+
+def test_cond_and_while():
+    def f(x, n):
+        y = lax.cond(jnp.sum(x) > 0, lambda x: jnp.exp(x) * 2.0, lambda x: -x, x)
+        i, z = lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 1.5 + 1.0),
+                              (0, x))
+        k = lax.switch(n % 3, [lambda x: x + 1.0, lambda x: x * 2.0, lambda x: x - 3.0], x)
+        return y, i, z, k
+    x = RNG.standard_normal(5).astype(np.float32)
+    for n in (0, 4, 7):
+        for s in (x, -np.abs(x)):
+            check(f, s, np.int32(n))
+    g = fnad.grad(lambda x: jnp.sum(lax.cond(jnp.sum(x) > 0, jnp.exp, jnp.sin, x)))
+    check(g, x)
+    check(g, -np.abs(x))
+
+
+def test_embedding_gather_scatter_and_grad():
+    table = RNG.standard_normal((11, 8)).astype(np.float32)
+    ids = RNG.integers(0, 11, (3, 5)).astype(np.int32)
+    ids[0, :2] = 4                                             # repeated rows accumulate
+
+    def f(table, ids):
+        e = jnp.take(table, ids, axis=0)                       # [3, 5, 8]
+        return jnp.sum(jnp.tanh(e) * 2.0)
+    check(f, table, ids)
+    check(fnad.grad(f), table, ids)
+    check(lambda t, ids: t.at[ids[:, 0]].add(1.0).at[2].set(-1.0), table, ids)
+
+
+def test_sort_argmax_cumsum():
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    x[1, 3] = np.nan
+    f = lambda x: (jnp.sort(x, -1), jnp.argmax(x, -1), jnp.cumsum(x, -1), jnp.argsort(x, 0),
+                   lax.top_k(x, 3)[1])
+    check(f, x)
+
+
+def test_constants_and_literals_and_passthrough_outputs():
+    c = RNG.standard_normal((3, 3)).astype(np.float32)
+    f = lambda x, y: (x @ c + 2.0, y, x, jnp.float32(3.0))
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    check(f, x, np.int32(4))
+
+
+def test_debug_callback_and_debug_nans_under_jit():
+    seen = []
+
+    def f(x):
+        y = jnp.sin(x) * 2.0
+        fnad.debug.callback(lambda v: seen.append(np.asarray(v).copy()), y)
+        return jnp.log(y)
+    x = np.array([0.5, -0.5], np.float32)
+    out = numba_jit(f)(x)
+    assert len(seen) == 1 and np.allclose(seen[0], np.sin(x) * 2.0)
+    assert np.isnan(np.asarray(out)[1])
+    with fnad.config.override(jax_debug_nans=True):
+        with pytest.raises(FloatingPointError, match="nan.*log"):
+            numba_jit(f)(x)
+
+
+def test_a_kernel_numba_rejects_falls_back_with_a_warning(monkeypatch):
+    from fnad.backends.numba_cpu import codegen, scalar_ops
+    from fnad.primitives import elementwise as ew
+    broken = scalar_ops.Rule("f", lambda E, xs, eqn: f"no_such_function({xs[0]})")
+    monkeypatch.setitem(scalar_ops.emit_rules, ew.cosh_p, broken)
+    monkeypatch.setattr(codegen, "STRICT", False)
+    f = lambda x: jnp.cosh(x * 3.0) + 1.0
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="without fusion"):
+        check(f, x)
+    monkeypatch.setattr(codegen, "STRICT", True)
+    from numba.core.errors import NumbaError
+    with pytest.raises(NumbaError):
+        numba_jit(lambda x: jnp.cosh(x * 2.0))(x)
+
+
+# ---- the disk cache ------------------------------------------------------------------------
+_CACHE_SCRIPT = textwrap.dedent("""
+    import time, numpy as np
+    import fnad, fnad.numpy as jnp
+    f = fnad.jit(lambda x: fnad.nn.softmax(jnp.tanh(x) * 2.0, axis=-1), backend="numba")
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    t = time.perf_counter()
+    y = f(x)
+    print("first-call-seconds", time.perf_counter() - t)
+    print("sum", float(np.asarray(y).sum()))
+""")
+
+
+def test_disk_cache_is_reused_by_a_new_process(tmp_path):
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path))
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, check=True,
+                             capture_output=True, text=True, timeout=300).stdout
+        runs.append(out)
+        files = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+        print(out.strip(), files)                # the compile times, for the curious (-s)
+    assert len(list(tmp_path.glob("fnad_k_*.py"))) == 1         # one fused kernel
+    assert len(list(tmp_path.glob("fnad_driver_*.py"))) == 1
+    index = list(tmp_path.rglob("*.nbi"))
+    data = list(tmp_path.rglob("*.nbc"))
+    assert index and data, "numba wrote no cache files"
+    mtimes = {p: p.stat().st_mtime_ns for p in data}
+    subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, check=True,
+                   capture_output=True, text=True, timeout=300)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nbc")} == mtimes, \
+        "the third run recompiled instead of loading the cached kernels"
+    assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
+
+
+# ---- every primitive spec through jit --------------------------------------------------------
+def _one_spec_per_primitive():
+    from test_primitives import SPECS
+    seen, out = set(), []
+    for s in SPECS:
+        if s.prim not in seen:
+            seen.add(s.prim)
+            out.append(s)
+    return out
+
+
+SPECS = _one_spec_per_primitive()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.prim.name for s in SPECS])
+def test_every_primitive_under_jit(spec):
+    from test_primitives import _draw, _split
+    args = _draw(spec)
+    f, dyn, _ = _split(spec, args)
+    want = f(*dyn)
+    got = numba_jit(f)(*dyn)
+    assert_same(got, want, rtol=max(spec.rtol, 2e-6), atol=max(spec.atol, 1e-6))
