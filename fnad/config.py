@@ -23,6 +23,9 @@ from typing import Any, NamedTuple
 __all__ = ["Config", "UnknownOptionError", "config", "disable_jit"]
 
 
+_state_ids: dict[tuple, int] = {}
+
+
 class UnknownOptionError(AttributeError, ValueError):
     """An option name fnad does not know.
 
@@ -171,6 +174,7 @@ class Config:
             d[name] = value
             d[name[len("jax_"):]] = value
         d["_values"] = tuple((name, d[name]) for name in _OPTIONS)
+        d["_state_id"] = _state_ids.setdefault(d["_values"], len(_state_ids))
 
     def update(self, name: str, value: Any) -> None:
         """Set option ``name`` (``"jax_enable_x64"`` or ``"enable_x64"``) to ``value``.
@@ -190,6 +194,8 @@ class Config:
         d[full] = value
         d[full[len("jax_"):]] = value
         d["_values"] = tuple((name, d[name]) for name in _OPTIONS)
+        # a small int naming this combination of values: a cheap key for jit's fast path
+        d["_state_id"] = _state_ids.setdefault(d["_values"], len(_state_ids))
 
     @contextlib.contextmanager
     def override(self, **kwargs: Any) -> Iterator[None]:

@@ -290,7 +290,7 @@ class JitWrapped:
             return self.fun(*args, **kwargs)
         if not kwargs and core._state.trace is core.eval_trace:
             # The fast path: every argument an Array, nothing static, compiled before.
-            key = [config._values]
+            key = [config._state_id]
             for x in args:
                 if type(x) is not Array:
                     break
@@ -318,7 +318,7 @@ class JitWrapped:
         consts = [_to_buffer(c, be) for c in entry.consts]
         single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
             entry.out_tree
-        self._fast[(config._values, *[x.aval for x in args])] = (
+        self._fast[(config._state_id, *[x.aval for x in args])] = (
             fn, consts, _home(be), entry.closed.out_avals, None if single else entry.out_tree)
 
     def lower(self, *args, **kwargs) -> Lowered:
