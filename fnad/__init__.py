@@ -15,13 +15,15 @@ from fnad.batching import vmap
 from fnad.jacobians import hessian, jacfwd, jacrev
 from fnad.jit import jit
 from fnad.custom import custom_jvp, custom_vjp
+from fnad.devices import block_until_ready, default_backend, device_put, devices
 from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import eval_shape, make_jaxpr
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
-__all__ = ["Array", "ShapeDtypeStruct", "checkpoint", "checkpoint_policies", "config",
-           "custom_jvp", "custom_vjp", "disable_jit", "eval_shape", "grad", "hessian", "jacfwd",
+__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint",
+           "checkpoint_policies", "config", "custom_jvp", "custom_vjp", "default_backend",
+           "device_put", "devices", "disable_jit", "eval_shape", "grad", "hessian", "jacfwd",
            "jacrev", "jit", "jvp", "linearize", "make_jaxpr", "remat", "stop_gradient",
            "value_and_grad", "vjp", "vmap"]

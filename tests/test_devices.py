@@ -1,0 +1,44 @@
+"""fnad.devices, default_backend, device_put (moves between backends), block_until_ready."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fnad
+import fnad.numpy as jnp
+
+
+def test_devices_and_default_backend():
+    names = {d.backend for d in fnad.devices()}
+    assert {"numpy", "numba"} <= names
+    assert fnad.default_backend() == "numpy"
+    assert fnad.devices("numpy")[0].platform == "cpu"
+    with pytest.raises(ValueError, match="unknown backend 'nope'"):
+        fnad.devices("nope")
+
+
+def test_device_put_pytrees_and_numpy_values():
+    tree = {"a": np.ones(3, np.float32), "b": (2.0, jnp.arange(2))}
+    out = fnad.device_put(tree, "numpy")
+    assert all(type(x) is fnad.Array for x in fnad.tree_util.tree_leaves(out))
+    assert out["b"][0].weak_type                      # a Python scalar stays weakly typed
+    x = jnp.ones(2)
+    assert fnad.device_put(x) is x
+    assert fnad.block_until_ready(out) is out
+    with pytest.raises(TypeError, match="backend name or an fnad Device"):
+        fnad.device_put(x, 3)
+
+
+def test_transfer_to_xla_and_back():
+    pytest.importorskip("jax", reason="the xla backend needs jax")
+    x = jnp.arange(4.0)
+    on_xla = fnad.device_put(x, "xla")
+    assert on_xla.backend == "xla" and on_xla.aval == x.aval
+    y = on_xla * 2.0 + 1.0                            # eager ops run on xla
+    assert y.backend == "xla"
+    back = fnad.device_put(y, fnad.devices("numpy")[0])
+    assert back.backend == "numpy" and back.tolist() == [1.0, 3.0, 5.0, 7.0]
+    g = fnad.grad(lambda v: jnp.sum(v * v))(on_xla)
+    assert g.backend == "xla" and g.tolist() == [0.0, 2.0, 4.0, 6.0]
+    with pytest.raises(ValueError, match="different backends"):
+        on_xla + fnad.device_put(jnp.ones(4), "numba")     # two non-host backends
