@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
-           "mlp_step.py", "numba_math.py"]
+           "mlp_step.py", "gpt_step.py", "numba_math.py"]
 
 
 def main() -> int:
