@@ -313,13 +313,23 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
         flat_ct = [Zero(a.to_tangent_aval()) if not dtypes.is_inexact(a.dtype) else c
                    for a, c in zip(out_avals, flat_ct)]
         cts = backward_pass(closed.jaxpr, closed.consts, flat_ct)
-        cts = [_out_tangent_zero(c, a) for c, a in zip(cts, in_avals)]
+        cts = [_on_backend_of(_out_tangent_zero(c, a), p)
+               for c, a, p in zip(cts, in_avals, flat_p)]
         return tree_util.tree_unflatten(in_tree, cts)
 
     out = tree_util.tree_unflatten(tree, outs)
     if has_aux:
         return out, vjp_fn, _strip_aux(aux[0], {trace})
     return out, vjp_fn
+
+
+def _on_backend_of(ct, primal):
+    """A cotangent made on the host (numpy backend) moved to its concrete primal's backend."""
+    if type(ct) is core.Array and type(primal) is core.Array and \
+            ct._backend is not primal._backend and ct._backend.name == "numpy":
+        b = primal._backend
+        return core.Array(b.device_put(ct._value), ct.aval, b)
+    return ct
 
 
 def _out_tangent_zero(ct, aval):
@@ -405,9 +415,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 f"floating), but {_name(fun)} returned {dt.name}. For holomorphic "
                 "differentiation pass holomorphic=True; for other complex or integer "
                 "outputs use vjp directly.")
-        one = np.ones((), dt)                           # ones_like(out): weak if out is
-        g = vjp_fn(core.Array(one, out_aval, core.default_backend()) if out_aval.weak_type
-                   else one)
+        # the seed ones_like(out): weak if out is, on out's backend when out is concrete
+        backend = out._backend if type(out) is core.Array else core.default_backend()
+        g = vjp_fn(core.Array(backend.device_put(np.ones((), dt)), out_aval, backend))
         g = g[0] if isinstance(argnums, int) else g
         value = (out, res[2]) if has_aux else out
         return value, g

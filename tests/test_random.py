@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import raises_with, traced
+from checks import TEST_BACKEND, raises_with, traced
 
 import fnad
 import fnad.random as fr
@@ -455,11 +455,22 @@ def test_dropout_masks_keep_fraction():
 
 
 def test_samplers_under_make_jaxpr_equal_eager():
-    k = fr.PRNGKey(8)
-    for name in sorted(SAMPLERS):
-        f, _ = SAMPLERS[name]
-        np.testing.assert_array_equal(a(traced(lambda kk: f(fr, kk))(k)), a(f(fr, k)),
-                                      err_msg=name)
+    # jit on the numpy backend runs the eager impls: bit for bit. A compiling backend has
+    # its own log/erf_inv (XLA's float32 erf_inv is a polynomial, the reference is
+    # scipy's) and XLA contracts a*b + c into one FMA inside a fusion (XLA:CPU always
+    # does, no flag turns it off): there float samples agree within 32 ulp (seen: 29 in
+    # normal's tails over 200 keys, 1-2 in exponential/gumbel); bits, ints, keys exactly.
+    for seed in (8, 1, 2):
+        k = fr.PRNGKey(seed)
+        for name in sorted(SAMPLERS):
+            f, _ = SAMPLERS[name]
+            got, want = a(traced(lambda kk: f(fr, kk))(k)), a(f(fr, k))
+            where = f"{name}, key {seed}, jit on {TEST_BACKEND}"
+            if TEST_BACKEND == "numpy" or got.dtype.kind != "f":
+                np.testing.assert_array_equal(got, want, err_msg=where)
+            else:
+                assert (got.dtype, got.shape) == (want.dtype, want.shape), where
+                assert _ulps(got, want).max() <= 32, f"{where}: {_ulps(got, want).max()} ulps"
 
 
 # ---- errors ------------------------------------------------------------------------------
