@@ -26,6 +26,18 @@ The cache dir is `$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba. The callable retur
 
 Under `jax_debug_nans`/`jax_debug_infs` the program is interpreted instead (the check
 names the primitive that produced the NaN, which a fused kernel cannot).
+
+Numerics: jit gives the eager (NumPy reference) result bit for bit, NaN, inf and integer
+wraparound included, wherever it computes the same operations in the same order: kernels
+carry no fast-math flags (no FMA contraction, no reciprocal for a division), and functions
+whose NumPy implementation a kernel cannot reproduce (pow, atan2, cbrt, the trigonometric
+and hyperbolic functions) are not fused: the driver calls NumPy for them. It differs by a
+few ulp in three places, chosen for speed (tests/test_jit_backends.py lists them):
+fnad's vectorized exp, exp2, log, log1p, expm1, tanh, logistic, erf, erfc (mathfns.py,
+<= 3 ulp); integer_pow with |y| >= 3 or y = -2 in floats (repeated multiplication, as
+XLA, where NumPy calls pow); float sums over the trailing axes of a fused kernel (a
+vectorized accumulation order, where NumPy sums pairwise; an exact pairwise sum measured
+4-10x slower than the vectorized one). (Products run in order, as NumPy's.)
 """
 from __future__ import annotations
 
@@ -45,7 +57,7 @@ from fnad.config import config
 from fnad.core import Array
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
 STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
 _MODULES: dict = {}                         # kernel name -> imported module
 _DRIVERS: dict = {}                         # driver source sha -> its `make`
@@ -303,8 +315,10 @@ class _Driver:
         self.lines.append("    " * depth + s)
 
     def atom(self, a) -> str:
-        if type(a) is Literal:
-            return self.m.const(np.asarray(a.val, a.aval.dtype))
+        if type(a) is Literal:                 # one buffer for every call: read-only, so
+            val = np.array(a.val, a.aval.dtype)   # that a caller can't change an output
+            val.flags.writeable = False
+            return self.m.const(val)
         return self.names[a]
 
     def define(self, v: Var) -> str:

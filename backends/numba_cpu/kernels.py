@@ -6,7 +6,7 @@ caching (codegen.py).
 
 Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
 
-    @numba.njit(fastmath=..., error_model='numpy', cache=True)
+    @numba.njit(error_model='numpy', cache=True)
     def kernel(sz, a0, s0):
         n0 = np.uint64(sz[0])                     # sizes are arguments: one kernel serves
         n1 = np.uint64(sz[1])                     # every shape of this structure
@@ -16,9 +16,9 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
         b0 = np.empty(n1, np.float32)             # a row buffer
         for i0 in range(n0):
             r1 = -inf                             # stage 0: m = max(x)
-            for i1 in range(n1): r1 = fmaximum(r1, x0[i0 * n1 + i1])
+            for i1 in range(n1): r1 = rmaximum(r1, x0[i0 * n1 + i1])
             r2 = 0                                # stage 1: e = exp(x - m); s = sum(e)
-            for i1 in range(n1): ... b0[i1] = e; r2 = r2 + e
+            for i1 in range(n1): ... b0[i1] = e; r2 = radd(r2, e)
             for i1 in range(n1): p0[i0 * n1 + i1] = b0[i1] / r2      # stage 2
         return (o0,)
 
@@ -35,10 +35,11 @@ from fnad.backends.numba_cpu import plan as pl
 from fnad.backends.numba_cpu.scalar_ops import (combine, const, emit_rules, kind, np_name,
                                                 red_identity)
 
-# fastmath without nnan/ninf (NaN must propagate; isnan must work); `reassoc` only where a
-# reduction needs it to vectorize (elsewhere it could fold (x + c) - c into x)
-FLAGS = "{'arcp', 'contract', 'afn', 'nsz'}"
-FLAGS_REDUCE = "{'arcp', 'contract', 'afn', 'reassoc', 'nsz'}"
+# No fast-math flags on a kernel: every operation rounds as NumPy's (no FMA contraction of
+# a*b + c, no x / c turned into x * (1/c), no reassociation), so a fused chain of arithmetic
+# gives the eager result bit for bit. A reduction's accumulation step alone is reassociable
+# (runtime.radd & co.), which it needs to vectorize.
+NJIT_OPTIONS = "error_model='numpy', cache=True"
 THREADED_MIN = 1 << 18        # elements: below this (~0.2 ms of work) one thread is as fast
 
 
@@ -188,7 +189,6 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
 
     total = math.prod(L.sizes)
     threaded = bool(L.outer) and total >= THREADED_MIN and L.sizes[L.outer[0]] >= 2
-    flags = FLAGS_REDUCE if stage_of else FLAGS
 
     # -- prologue: sizes, flat inputs, outputs --
     args = ["sz"] if L.runs else []
@@ -330,6 +330,6 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     else:
         E.line("return (" + "".join(f"o{k}, " for k in range(len(outs))) + ")")
     nogil = ", nogil=True" if threaded else ""
-    head = [f"@numba.njit(fastmath={flags}, error_model='numpy', cache=True{nogil})",
+    head = [f"@numba.njit({NJIT_OPTIONS}{nogil})",
             f"def {name}({', '.join(args)}):"]
     return "\n".join(head + E.lines) + "\n", E.imports, E.runtime, tuple(L.sizes), threaded

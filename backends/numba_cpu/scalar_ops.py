@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from fnad.backends.numba_cpu import plan as pl
-from fnad.backends.numba_cpu.mathfns import FUNCS, func_name
+from fnad.backends.numba_cpu.mathfns import VECTORIZES, func_name
 from fnad.primitives import elementwise as ew
 from fnad.primitives import logic as lg
 from fnad.primitives import reductions as red
@@ -55,12 +55,13 @@ def _cast(dt, expr: str) -> str:
 
 # ---- scalar emitters ---------------------------------------------------------------------------
 class Rule:
-    """kinds: dtype kinds ('b', 'i', 'u', 'f') of the operands the rule emits code for."""
+    """kinds: dtype kinds ('b', 'i', 'u', 'f') of the operands the rule emits code for;
+    dtypes: None, or a predicate on the output dtype saying where the rule applies."""
 
-    __slots__ = ("kinds", "emit")
+    __slots__ = ("kinds", "emit", "dtypes")
 
-    def __init__(self, kinds: str, emit):
-        self.kinds, self.emit = kinds, emit
+    def __init__(self, kinds: str, emit, dtypes=None):
+        self.kinds, self.emit, self.dtypes = kinds, emit, dtypes
 
 
 def _arith(op: str):
@@ -74,16 +75,14 @@ def _unary_np(fn: str, kinds="f"):
     return Rule(kinds, lambda E, xs, eqn: _cast(E.out_dtype(eqn), f"{fn}({xs[0]})"))
 
 
-def _mathfn(name: str, fallback: str):
-    """A mathfns polynomial where it has one for the dtype (vectorizes), else NumPy's."""
+def _mathfn(name: str):
+    """A mathfns polynomial, for the dtypes where it has one that vectorizes (VECTORIZES);
+    elsewhere the primitive is not fused (NumPy's implementation, in the driver)."""
     def emit(E, xs, eqn):
-        dt = E.out_dtype(eqn)
-        if dt.type in FUNCS.get(name, {}):
-            fn = func_name(name, dt)
-            E.imports.add(fn)
-            return f"{fn}({xs[0]})"
-        return _cast(dt, f"{fallback}({xs[0]})")
-    return Rule("f", emit)
+        fn = func_name(name, E.out_dtype(eqn))
+        E.imports.add(fn)
+        return f"{fn}({xs[0]})"
+    return Rule("f", emit, dtypes=lambda dt: (name, dt.type) in VECTORIZES)
 
 
 def _cmp(op: str):
@@ -130,12 +129,31 @@ def _integer_pow(E, xs, eqn):
     y, x, dt = eqn.params["y"], xs[0], E.out_dtype(eqn)
     if y == 0:
         return const(1, dt)
+    if dt.kind in "iu" and y > 8:                      # by squaring: wraps as NumPy's power
+        acc, sq, n = None, x, y
+        while n:
+            if n & 1:
+                acc = sq if acc is None else E.tmp(_cast(dt, f"({acc} * {sq})"))
+            n >>= 1
+            if n:
+                sq = E.tmp(_cast(dt, f"({sq} * {sq})"))
+        return acc
     if abs(y) > 8:
         return _cast(dt, f"np.power({x}, {const(y, dt)})")
     p = x
     for _ in range(abs(y) - 1):                        # x*x*...*x, one temp per step
         p = E.tmp(f"({p} * {x})" if dt.kind == "f" else _cast(dt, f"({p} * {x})"))
     return f"({const(1, dt)} / {p})" if y < 0 else p
+
+
+def _sign(E, xs, eqn):
+    """np.sign: 1, -1 or 0 (+0 for -0 as well); NaN stays NaN; 0 or 1 for unsigned."""
+    x, dt = xs[0], E.out_dtype(eqn)
+    one, zero = const(1, dt), const(0, dt)
+    if dt.kind == "u":
+        return f"({one} if {x} != {zero} else {zero})"
+    rest = f"({zero} if {x} == {zero} else {x})" if dt.kind == "f" else zero
+    return f"({one} if {x} > {zero} else ({const(-1, dt)} if {x} < {zero} else {rest}))"
 
 
 def _square(E, xs, eqn):
@@ -206,42 +224,30 @@ emit_rules[ew.mul_p] = _arith("*")
 emit_rules[ew.div_p] = Rule("iuf", _div)
 emit_rules[ew.rem_p] = Rule("iuf", _rem)
 emit_rules[ew.neg_p] = Rule("iuf", _neg)
-emit_rules[ew.pow_p] = Rule("f", lambda E, xs, eqn: _cast(E.out_dtype(eqn),
-                                                          f"np.power({xs[0]}, {xs[1]})"))
 emit_rules[ew.integer_pow_p] = Rule("iuf", _integer_pow)
 emit_rules[ew.square_p] = Rule("iuf", _square)
 emit_rules[ew.max_p] = _maxmin(">")
 emit_rules[ew.min_p] = _maxmin("<")
 emit_rules[ew.abs_p] = Rule("iuf", _abs)
-emit_rules[ew.sign_p] = _unary_np("np.sign", "iuf")
+emit_rules[ew.sign_p] = Rule("iuf", _sign)
 emit_rules[ew.floor_p] = _unary_np("np.floor")
 emit_rules[ew.ceil_p] = _unary_np("np.ceil")
 emit_rules[ew.round_p] = Rule("f", _round)
-emit_rules[ew.exp_p] = _mathfn("exp", "np.exp")
-emit_rules[ew.exp2_p] = _mathfn("exp2", "np.exp2")
-emit_rules[ew.log_p] = _mathfn("log", "np.log")
-emit_rules[ew.log1p_p] = _mathfn("log1p", "np.log1p")
-emit_rules[ew.expm1_p] = _mathfn("expm1", "np.expm1")
-emit_rules[ew.tanh_p] = _mathfn("tanh", "np.tanh")
-emit_rules[ew.logistic_p] = _mathfn("logistic", "logistic")
-emit_rules[ew.erf_p] = _mathfn("erf", "math.erf")
-emit_rules[ew.erfc_p] = _mathfn("erfc", "math.erfc")
+emit_rules[ew.exp_p] = _mathfn("exp")
+emit_rules[ew.exp2_p] = _mathfn("exp2")
+emit_rules[ew.log_p] = _mathfn("log")
+emit_rules[ew.log1p_p] = _mathfn("log1p")
+emit_rules[ew.expm1_p] = _mathfn("expm1")
+emit_rules[ew.tanh_p] = _mathfn("tanh")
+emit_rules[ew.logistic_p] = _mathfn("logistic")
+emit_rules[ew.erf_p] = _mathfn("erf")
+emit_rules[ew.erfc_p] = _mathfn("erfc")
 emit_rules[ew.sqrt_p] = _unary_np("np.sqrt")
 emit_rules[ew.rsqrt_p] = Rule("f", _rsqrt)
-emit_rules[ew.cbrt_p] = _unary_np("np.cbrt")
-emit_rules[ew.sin_p] = _unary_np("np.sin")
-emit_rules[ew.cos_p] = _unary_np("np.cos")
-emit_rules[ew.tan_p] = _unary_np("np.tan")
-emit_rules[ew.asin_p] = _unary_np("np.arcsin")
-emit_rules[ew.acos_p] = _unary_np("np.arccos")
-emit_rules[ew.atan_p] = _unary_np("np.arctan")
-emit_rules[ew.atan2_p] = Rule("f", lambda E, xs, eqn: _cast(E.out_dtype(eqn),
-                                                            f"np.arctan2({xs[0]}, {xs[1]})"))
-emit_rules[ew.sinh_p] = _unary_np("np.sinh")
-emit_rules[ew.cosh_p] = _unary_np("np.cosh")
-emit_rules[ew.asinh_p] = _unary_np("np.arcsinh")
-emit_rules[ew.acosh_p] = _unary_np("np.arccosh")
-emit_rules[ew.atanh_p] = _unary_np("np.arctanh")
+# Not fused: pow, atan2, cbrt, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
+# atanh (and erf/erfc where mathfns has no vectorizing version). Inside a numba loop they
+# are scalar libm calls, slower than NumPy's SIMD loops and a few ulp away from them; in
+# the driver they are NumPy's own, so jit gives the eager result bit for bit.
 emit_rules[lg.eq_p] = _cmp("==")
 emit_rules[lg.ne_p] = _cmp("!=")
 emit_rules[lg.lt_p] = _cmp("<")
@@ -292,7 +298,7 @@ def fusable(eqn) -> bool:
     if p in pl.REDUCTIONS:
         return kind(eqn.invars[0].aval.dtype) in _RED_KINDS[p]
     rule = emit_rules.get(p)
-    if rule is None:
+    if rule is None or (rule.dtypes is not None and not rule.dtypes(eqn.outvars[0].aval.dtype)):
         return False
     ref = eqn.invars[-1] if p is lg.select_n_p else eqn.invars[0]
     return kind(ref.aval.dtype) in rule.kinds
@@ -301,16 +307,18 @@ def fusable(eqn) -> bool:
 def combine(E, prim, acc, x, dt):
     """One step of a reduction: acc <- acc (op) x."""
     k = kind(dt)
-    if prim is red.reduce_sum_p or prim is red.reduce_prod_p:
-        op = "+" if prim is red.reduce_sum_p else "*"
-        expr = f"{acc} {op} {x}"
-        E.line(f"{acc} = {expr}" if k == "f" else f"{acc} = {_cast(dt, expr)}")
+    if prim is red.reduce_sum_p and k == "f":       # reassociable: vectorizes
+        E.runtime.add("radd")
+        E.line(f"{acc} = radd({acc}, {x})")
+    elif prim is red.reduce_sum_p or prim is red.reduce_prod_p:
+        op = "+" if prim is red.reduce_sum_p else "*"      # a product in order, as NumPy's
+        E.line(f"{acc} = {acc} {op} {x}" if k == "f" else f"{acc} = {_cast(dt, f'{acc} {op} {x}')}")
     elif prim is red.reduce_max_p or prim is red.reduce_min_p:
         op = ">" if prim is red.reduce_max_p else "<"
         if k == "b":
             E.line(f"{acc} = {acc} | {x}" if op == ">" else f"{acc} = {acc} & {x}")
         elif k == "f":                              # NaN-propagating, vectorizes
-            fn = "fmaximum" if op == ">" else "fminimum"
+            fn = "rmaximum" if op == ">" else "rminimum"
             E.runtime.add(fn)
             E.line(f"{acc} = {fn}({acc}, {x})")
         else:
