@@ -34,14 +34,23 @@ def header() -> str:
     for mod in ("jax", "numba", "torch"):
         m = optional(mod)
         parts.append(f"{mod} {m.__version__}" if m is not None else f"{mod} not installed")
+        if mod == "torch" and m is not None:
+            parts[-1] += f" ({m.get_num_threads()} threads)"
     return ", ".join(parts) + f"; Python {sys.version.split()[0]} on {platform.machine()}"
 
 
-def table(rows, title: str) -> str:
-    """rows: (case, implementation, seconds, ratio-or-None)."""
-    lines = [title, f"{'case':34s} {'implementation':22s} {'time':>12s} {'ratio':>8s}"]
-    for case, impl, sec, ratio in rows:
+def table(rows, title: str, ratios: tuple = ("ratio",)) -> str:
+    """rows: (case, implementation, seconds, ratio-or-None, ...): one ratio per name in
+    `ratios`, each column headed by its name; a row may leave trailing ratios out, or give
+    more of them as None (the columns of a reference that is not installed)."""
+    width = max(8, *(len(r) for r in ratios))
+    lines = [title, f"{'case':34s} {'implementation':22s} {'time':>12s}"
+             + "".join(f" {r:>{width}s}" for r in ratios)]
+    for case, impl, sec, *rs in rows:
         t = f"{sec * 1e6:9.2f} us" if sec < 1e-3 else f"{sec * 1e3:9.2f} ms"
-        r = "" if ratio is None else f"{ratio:8.2f}"
-        lines.append(f"{case:34s} {impl:22s} {t:>12s} {r:>8s}")
+        if any(r is not None for r in rs[len(ratios):]):
+            raise ValueError(f"table: row {case!r}, {impl!r} has more ratios than {ratios}")
+        rs = (list(rs) + [None] * len(ratios))[:len(ratios)]
+        cells = "".join(f" {'':>{width}s}" if r is None else f" {r:{width}.2f}" for r in rs)
+        lines.append(f"{case:34s} {impl:22s} {t:>12s}{cells}".rstrip())
     return "\n".join(lines)

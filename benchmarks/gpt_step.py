@@ -1,7 +1,10 @@
 """A GPT-style train step (RMSNorm, RoPE, causal attention, SwiGLU MLP, AdamW; d=256,
 4 layers, 8 heads, ff=768, vocab 256, batch 8, seq 128), written once against a namespace
-and run by fnad.jit (numba backend) and jax.jit in one process. Prints time per step,
-the cold first call (trace + compile) and the ratio fnad/jax (target <= 0.5). Run:
+and run by fnad.jit (numba backend) and jax.jit in one process, and, where torch is
+installed, the same model and step written in PyTorch eager (autograd, the same hand-written
+AdamW, not torch.optim) from the same initial parameters and tokens. Prints time per step,
+the cold first call (trace + compile), the ratios fnad/jax (target <= 0.5) and fnad/torch,
+and the losses of each (first step and last timed step, which must agree). Run:
 
     python benchmarks/gpt_step.py
 """
@@ -13,6 +16,8 @@ import numpy as np
 from _common import header, median_s, optional, table
 
 D, LAYERS, HEADS, FF, VOCAB, BATCH, SEQ = 256, 4, 8, 768, 256, 8, 128
+REPEAT, WARMUP = 7, 1          # timed steps; untimed steps between the first call and them
+B1, B2, LR, WD = 0.9, 0.999, 3e-4, 0.01                     # AdamW
 
 
 def init_params(rng):
@@ -66,7 +71,7 @@ def make_step(lib, jnp, nn):
     def step(params, opt, tokens):
         value, grads = lib.value_and_grad(loss)(params, tokens)
         t = opt["t"] + 1
-        b1, b2, lr, wd = 0.9, 0.999, 3e-4, 0.01
+        b1, b2, lr, wd = B1, B2, LR, WD
         m = lib.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, opt["m"], grads)
         v = lib.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, opt["v"], grads)
         c1, c2 = 1 - b1 ** t, 1 - b2 ** t
@@ -75,6 +80,104 @@ def make_step(lib, jnp, nn):
             params, m, v)
         return params, {"m": m, "v": v, "t": t}, value
     return step
+
+
+def make_torch_step(torch):
+    """The same loss and AdamW step as `make_step`, in PyTorch eager: params is the same
+    tree (dicts, a list of layers) of float32 leaf tensors, tokens an int64 tensor."""
+    def rmsnorm(x, g):                                         # x / rms(x) · g
+        return x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + 1e-6) * g
+
+    def rope(x):                                               # x: [B, H, T, hd]
+        hd = x.shape[-1]
+        freqs = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        ang = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * freqs[None, :]
+        cos, sin = torch.cos(ang), torch.sin(ang)              # [T, hd/2]
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    def attention(p, x):                                       # x: [B, T, D]
+        b, t, _ = x.shape
+        q, k, v = torch.split(x @ p["wqkv"], D, dim=-1)        # 3 x [B, T, D]
+        heads = lambda z: z.reshape(b, t, HEADS, D // HEADS).permute(0, 2, 1, 3)  # noqa
+        q, k, v = rope(heads(q)), rope(heads(k)), heads(v)
+        scores = q @ k.transpose(-1, -2) / float(np.float32(np.sqrt(D // HEADS)))
+        mask = torch.tril(torch.ones((t, t), dtype=torch.bool))
+        scores = torch.where(mask, scores, -1e9)
+        out = torch.softmax(scores, dim=-1) @ v                # [B, H, T, hd]
+        return out.permute(0, 2, 1, 3).reshape(b, t, D) @ p["wo"]
+
+    def block(p, x):
+        x = x + attention(p, rmsnorm(x, p["norm1"]))
+        h = rmsnorm(x, p["norm2"])
+        return x + (torch.nn.functional.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+
+    def loss(params, tokens):
+        x = params["embed"][tokens[:, :-1]]                   # [B, T, D]
+        for p in params["layers"]:
+            x = block(p, x)
+        logits = rmsnorm(x, params["norm_f"]) @ params["head"]
+        logp = torch.log_softmax(logits, dim=-1)
+        targets = tokens[:, 1:]
+        return -torch.mean(torch.gather(logp, -1, targets[..., None]))
+
+    def step(params, opt, tokens):
+        leaves = tree_leaves(params)
+        value = loss(params, tokens)
+        grads = tree_like(params, torch.autograd.grad(value, leaves))
+        t = opt["t"] + 1
+        with torch.no_grad():
+            m = tree_map(lambda m, g: B1 * m + (1 - B1) * g, opt["m"], grads)
+            v = tree_map(lambda v, g: B2 * v + (1 - B2) * g * g, opt["v"], grads)
+            c1, c2 = 1 - B1 ** t, 1 - B2 ** t
+            params = tree_map(
+                lambda p, m, v: (p - LR * ((m / c1) / (torch.sqrt(v / c2) + 1e-8) + WD * p)
+                                 ).requires_grad_(),
+                params, m, v)
+        return params, {"m": m, "v": v, "t": t}, value.detach()
+    return step
+
+
+def tree_map(f, *trees):
+    """f over the leaves of trees of dicts and lists (the params' structure)."""
+    t0 = trees[0]
+    if isinstance(t0, dict):
+        return {k: tree_map(f, *(t[k] for t in trees)) for k in t0}
+    if isinstance(t0, list):
+        return [tree_map(f, *(t[i] for t in trees)) for i in range(len(t0))]
+    return f(*trees)
+
+
+def tree_leaves(tree) -> list:
+    out = []
+    tree_map(out.append, tree)
+    return out
+
+
+def tree_like(tree, leaves):
+    """The tree `tree` with its leaves replaced, in order, by `leaves`."""
+    it = iter(leaves)
+    return tree_map(lambda _: next(it), tree)
+
+
+def run_torch(torch, params, tokens):
+    """(first call, time per step, first-step loss, last loss) of the PyTorch eager step,
+    with the protocol of `run`."""
+    params = tree_map(lambda a: torch.tensor(a).requires_grad_(), params)
+    opt = {"m": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
+           "v": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
+           "t": 0}
+    tokens = torch.tensor(tokens, dtype=torch.int64)
+    step = make_torch_step(torch)
+    t0 = time.perf_counter()
+    out = step(params, opt, tokens)
+    cold = time.perf_counter() - t0
+    state = {"p": params, "o": opt}
+
+    def one():
+        state["p"], state["o"], state["last"] = step(state["p"], state["o"], tokens)
+    t = median_s(one, number=1, repeat=REPEAT, warmup=WARMUP)
+    return cold, t, float(out[2]), float(state["last"])
 
 
 def run(lib, jnp, nn, params, tokens, jit):
@@ -93,32 +196,48 @@ def run(lib, jnp, nn, params, tokens, jit):
     def one():
         p, o, value = step(state["p"], state["o"], tokens)
         lib.block_until_ready(value)
-        state["p"], state["o"] = p, o
-    return cold, median_s(one, number=1, repeat=7, warmup=1), float(out[2])
+        state["p"], state["o"], state["last"] = p, o, value
+    t = median_s(one, number=1, repeat=REPEAT, warmup=WARMUP)
+    return cold, t, float(out[2]), float(state["last"])
 
 
 def main() -> None:
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
-    rows = []
+    rows, losses = [], {}
     jax = optional("jax")
     t_jax = None
     if jax is not None:
         import jax.numpy as jjnp
-        cold, t_jax, loss_j = run(jax, jjnp, jax.nn, params, tokens, jax.jit)
-        rows += [("GPT step: first call (compile)", "jax.jit", cold, None),
-                 ("GPT step", "jax.jit", t_jax, None)]
+        cold, t_jax, *losses["jax.jit"] = run(jax, jjnp, jax.nn, params, tokens, jax.jit)
+        rows += [("GPT step: first call (compile)", "jax.jit", cold),
+                 ("GPT step", "jax.jit", t_jax)]
     import fnad
     import fnad.numpy as fnp
-    cold, t, loss_f = run(fnad, fnp, fnad.nn, params, tokens, fnad.jit)
-    rows += [("GPT step: first call (compile)", "fnad.jit (numba)", cold, None),
-             ("GPT step", "fnad.jit (numba)", t, None if t_jax is None else t / t_jax)]
+    cold_f, t, *losses["fnad.jit"] = run(fnad, fnp, fnad.nn, params, tokens, fnad.jit)
+    torch = optional("torch")                     # imported after fnad and jax are timed
+    t_torch = None
+    if torch is not None:
+        cold_t, t_torch, *losses["torch eager"] = run_torch(torch, params, tokens)
+    rows += [("GPT step: first call (compile)", "fnad.jit (numba)", cold_f),
+             ("GPT step", "fnad.jit (numba)", t, None if t_jax is None else t / t_jax,
+              None if t_torch is None else t / t_torch)]
+    if torch is not None:
+        rows += [("GPT step: first call", "torch eager", cold_t),
+                 ("GPT step", "torch eager", t_torch)]
     print(header())
-    print(table(rows, "GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128 "
-                      "(ratio = fnad / jax)"))
-    if jax is not None:
-        print(f"first-step loss: fnad {loss_f:.6f}, jax {loss_j:.6f}")
+    ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
+    threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
+    print(table(rows, f"GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128{threads}",
+                ratios=ratios))
+    ref = losses["fnad.jit"]
+    for impl, (first, last) in losses.items():
+        print(f"loss {impl:12s} first step {first:.6f} (diff {first - ref[0]:+.1e}), "
+              f"after {1 + WARMUP + REPEAT} steps {last:.6f} (diff {last - ref[1]:+.1e})")
+    bad = [impl for impl, (first, _) in losses.items() if abs(first - ref[0]) > 1e-4]
+    if bad:
+        raise SystemExit(f"first-step loss of {', '.join(bad)} differs from fnad's by > 1e-4")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,19 @@
-"""jit on the numba backend against jax.jit: a fused elementwise chain and a row softmax.
+"""jit on the numba backend against jax.jit and PyTorch eager (where torch is installed):
+a fused elementwise chain and a row softmax.
 
 Cases (float32, 1000x1000):
     chain    tanh(a*b + c)*0.5 + c/(1 + exp(-a))   (one fused kernel in fnad)
     softmax  softmax over the rows                 (max, exp+sum, divide: one kernel)
 
-Both run in this process on the same inputs, their calls interleaved (so that load from
-other processes hits both alike); the time per call is the median over the repeats,
-after a warm-up call (compilation is not timed). Prints a table with the ratio fnad/jax
-(targets of issue 4: <= 1.0). Run:
+All run in this process on the same inputs, their calls interleaved (so that load from
+other processes hits them alike); the time per call is the median over the repeats,
+after a warm-up call (compilation is not timed). PyTorch runs the same math op by op
+(torch.tanh, torch.exp, torch.softmax; one kernel per op, its default thread count). It is
+imported and timed in a second pass, interleaved with fnad alone: its OpenMP threads
+spin-wait after each op, and on a busy machine that would slow whatever call comes next,
+so the first pass (fnad, NumPy, jax) is kept free of it; fnad/torch uses the second pass's
+fnad time. Prints a table with the ratios fnad/jax (targets of issue 4: <= 1.0) and
+fnad/torch. Run:
 
     python benchmarks/jit_elementwise.py
 """
@@ -77,18 +83,39 @@ def main() -> None:
         cases["softmax"]["jax.jit"] = lambda: j_soft(ja).block_until_ready()
     rows = [(case, impl, us) for case, fns in cases.items()
             for impl, us in median_us(fns).items()]
+    try:
+        import torch                              # second pass: fnad against PyTorch eager
+    except ImportError:
+        torch = None
+    if torch is not None:
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
+        t_chain = chain(torch)
+        np.testing.assert_allclose(t_chain(ta, tb, tc).numpy(), ref_chain, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(torch.softmax(ta, dim=-1).numpy(),
+                                   e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+        torch_cases = {"chain": {"fnad jit, 2nd pass": fnad_chain,
+                                 "torch (eager)": lambda: t_chain(ta, tb, tc)},
+                       "softmax": {"fnad jit, 2nd pass": fnad_soft,
+                                   "torch (eager)": lambda: torch.softmax(ta, dim=-1)}}
+        rows += [(case, impl, us) for case, fns in torch_cases.items()
+                 for impl, us in median_us(fns).items()]
 
     print(f"fnad {fnad.__version__}, numpy {np.__version__}"
           + (f", jax {jax.__version__}" if jax is not None else ", jax not installed")
+          + (f", torch {torch.__version__} ({torch.get_num_threads()} threads)"
+             if torch is not None else ", torch not installed")
           + f"; Python {sys.version.split()[0]} on {platform.machine()}")
     print(f"{'case (1000x1000 f32)':22s} {'implementation':18s} {'us/call':>10s}")
     for case, impl, us in rows:
         print(f"{case:22s} {impl:18s} {us:10.1f}")
-    if jax is not None:
-        t = {(case, impl): us for case, impl, us in rows}
+    t = {(case, impl): us for case, impl, us in rows}
+    for mine, ref, name, target in (
+            ("fnad jit (numba)", "jax.jit", "jax", "  (target <= 1.0)"),
+            ("fnad jit, 2nd pass", "torch (eager)", "torch", "")):
         for case in ("chain", "softmax"):
-            ratio = t[(case, "fnad jit (numba)")] / t[(case, "jax.jit")]
-            print(f"ratio fnad/jax, {case:8s}: {ratio:5.2f}  (target <= 1.0)")
+            if (case, ref) in t:
+                ratio = t[(case, mine)] / t[(case, ref)]
+                print(f"ratio fnad/{name}, {case:8s}: {ratio:5.2f}{target}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """jit call overhead: a compiled `x + 1` on 8 floats, fnad (numba and numpy backends) vs
-jax.jit, in one process; the ratio fnad/jax (target <= 0.5). Run:
+jax.jit, and vs the same op in PyTorch eager (one op's dispatch, no jit) where torch is
+installed, in one process; the ratios fnad/jax (target <= 0.5) and fnad/torch. Run:
 
     python benchmarks/jit_overhead.py
 """
@@ -23,13 +24,24 @@ def main() -> None:
         t_jax = median_s(lambda: g(xj).block_until_ready(), number=5000)
         rows.append(("x + 1, 8 x f32", "jax.jit", t_jax, None))
     x = fnp.asarray(x_np)
+    t_fnad = {}
     for backend in ("numba", "numpy"):
         f = fnad.jit(lambda x: x + 1.0, backend=backend)
-        t = median_s(lambda: f(x), number=5000)
+        t_fnad[backend] = median_s(lambda: f(x), number=5000)
+    torch = optional("torch")                     # imported after fnad and jax are timed
+    t_torch = None
+    if torch is not None:
+        xt = torch.from_numpy(x_np)
+        t_torch = median_s(lambda: xt + 1.0, number=5000)
+    for backend, t in t_fnad.items():
         rows.append(("x + 1, 8 x f32", f"fnad.jit ({backend})", t,
-                     None if t_jax is None else t / t_jax))
+                     None if t_jax is None else t / t_jax,
+                     None if t_torch is None else t / t_torch))
+    if torch is not None:
+        rows.append(("x + 1, 8 x f32", "torch eager", t_torch))
     print(header())
-    print(table(rows, "jit call overhead (ratio = fnad / jax)"))
+    ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
+    print(table(rows, "jit call overhead", ratios=ratios))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
     python benchmarks/run_all.py
 
-Each script measures fnad and its references (jax, NumPy, PyTorch when installed) in its
-own process; copy the tables into docs/performance.md with the date.
+Each script measures fnad and its references (jax, NumPy, PyTorch eager when installed:
+`pip install -e .[bench]`) in its own process and prints one table with the ratios fnad/jax
+and, where torch is installed, fnad/torch; copy the tables into docs/performance.md with
+the date.
 """
 from __future__ import annotations
 
