@@ -16,6 +16,7 @@ _modules = {
     "xla": "fnad.backends.xla",
     "metal": "fnad.backends.metal",
     "numba": "fnad.backends.numba_cpu",
+    "cuda": "fnad.backends.cuda",
 }
 _loaded: dict[str, ModuleType] = {}
 
