@@ -10,6 +10,7 @@ or jax: a backend module loads on its first use.
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import sysconfig
@@ -88,19 +89,51 @@ def _internal_prefixes() -> tuple[str, ...]:
     return _internal_dirs
 
 
+# Tracing asks for the user's line once per staged equation, so the walk is cached: per
+# file name whether it is fnad's own, per (code, line) the formatted place (keyed by id
+# with the code object kept in the value: code objects compare by content, not by file).
+_file_internal: dict[str, bool] = {}           # co_filename -> fnad's own (or stdlib)?
+_code_where: dict[tuple, tuple] = {}           # (id(code), line) -> (code, "file:line (fn)")
+_WHERE_CACHE_MAX = 20_000                      # entries; cleared when full (exec'd code)
+
+
+def _is_internal(fname: str) -> bool:
+    internal = fname.startswith(_internal_prefixes()) or fname.startswith("<frozen")
+    if len(_file_internal) >= _WHERE_CACHE_MAX:
+        _file_internal.clear()
+    _file_internal[fname] = internal
+    return internal
+
+
+def _where(code, line) -> str:
+    hit = _code_where.get((id(code), line))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    if len(_code_where) >= _WHERE_CACHE_MAX:
+        _code_where.clear()
+    where = f"{code.co_filename}:{line} ({code.co_name})"
+    _code_where[(id(code), line)] = (code, where)
+    return where
+
+
 def _user_source() -> tuple[str | None, str]:
     """(where, note): the innermost user frame, or the source line of the staged equation
     being run (see `eqn_source`) if its interpreter frame comes first on the stack."""
-    prefixes = _internal_prefixes()
+    if _internal_dirs is None:
+        _internal_prefixes()
     src = _state.source
     src_frame = src[0] if src is not None else None
     frame = sys._getframe(1)
+    known = _file_internal
     while frame is not None:
         if frame is src_frame:
             return src[1], src[2]
         fname = frame.f_code.co_filename
-        if not fname.startswith(prefixes) and not fname.startswith("<frozen"):
-            return f"{fname}:{frame.f_lineno} ({frame.f_code.co_name})", ""
+        internal = known.get(fname)
+        if internal is None:
+            internal = _is_internal(fname)
+        if not internal:
+            return _where(frame.f_code, frame.f_lineno), ""
         frame = frame.f_back
     return None, ""
 
@@ -445,6 +478,24 @@ class new_trace(set_current_trace):
     def __exit__(self, *exc):
         super().__exit__(*exc)
         self.trace.alive = False
+
+
+class gc_paused:
+    """Context manager: no automatic cyclic garbage collection inside (jit's tracing, the
+    passes and code generation). They allocate many objects, freed by reference counting,
+    and meanwhile the collector would walk the young ones again and again and the whole
+    heap now and then. Re-entrant; restores the previous state on exit."""
+
+    __slots__ = ("was_enabled",)
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        if self.was_enabled:
+            gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was_enabled:
+            gc.enable()
 
 
 def escaped_tracer_error(x: Tracer) -> UnexpectedTracerError:

@@ -47,7 +47,9 @@ Atom = Var | Literal
 class JaxprEqn:
     """`outvars = primitive[params](*invars)`, with the user's line that produced it."""
 
-    __slots__ = ("primitive", "invars", "params", "outvars", "source_info")
+    # `_has_subs`: whether a param holds a jaxpr, computed once by fnad.passes (every pass
+    # asks it of every equation); params are never changed in place.
+    __slots__ = ("primitive", "invars", "params", "outvars", "source_info", "_has_subs")
 
     def __init__(self, primitive, invars: list, params: dict, outvars: list[Var],
                  source_info: str | None = None):
@@ -56,11 +58,16 @@ class JaxprEqn:
         self.params = params
         self.outvars = outvars
         self.source_info = source_info
+        self._has_subs = None
 
     def replace(self, **kw) -> JaxprEqn:
-        fields = {s: getattr(self, s) for s in self.__slots__}
+        fields = {"primitive": self.primitive, "invars": self.invars, "params": self.params,
+                  "outvars": self.outvars, "source_info": self.source_info}
         fields.update(kw)
-        return JaxprEqn(**fields)
+        new = JaxprEqn(**fields)
+        if "params" not in kw:
+            new._has_subs = self._has_subs
+        return new
 
     def __repr__(self):
         return pp_eqn(self, _Names()).strip()

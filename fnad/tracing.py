@@ -72,10 +72,13 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
-        if self.forward_known and not any(self.is_mine(x) for x in args):
-            with core.set_current_trace(self.parent):
-                return prim.bind(*args, **params)
         if self.forward_known:
+            for x in args:
+                if isinstance(x, JaxprTracer) and x._trace is self:
+                    break
+            else:                                   # none of the inputs is staged: known
+                with core.set_current_trace(self.parent):
+                    return prim.bind(*args, **params)
             rule = core.partial_eval_rules.get(prim)
             if rule is not None:
                 return rule(self, args, params)
@@ -83,14 +86,25 @@ class JaxprTrace(core.Trace):
 
     def stage(self, prim, args, params):
         """Record `prim(*args)` as an equation and return its output tracer(s)."""
-        in_avals = [get_aval(x) for x in args]
+        in_avals = []
+        all_mine = True                             # every input a tracer of this trace
+        for x in args:
+            if type(x) is JaxprTracer and x._trace is self:
+                in_avals.append(x.aval)
+            else:
+                in_avals.append(get_aval(x))
+                all_mine = False
         out_avals = abstract_eval(prim, in_avals, params)
-        invars = [self.to_atom(x) for x in args]
-        outvars = [Var(a) for a in out_avals]
+        invars = [x.jaxpr_var for x in args] if all_mine else [self.to_atom(x) for x in args]
         where = core.user_frame()
+        if not prim.multiple_results:
+            aval, = out_avals
+            var = Var(aval)
+            self.eqns.append(JaxprEqn(prim, invars, params, [var], where))
+            return JaxprTracer(self, aval, var, where)
+        outvars = [Var(a) for a in out_avals]
         self.eqns.append(JaxprEqn(prim, invars, params, outvars, where))
-        outs = [JaxprTracer(self, a, v, where) for a, v in zip(out_avals, outvars)]
-        return outs if prim.multiple_results else outs[0]
+        return [JaxprTracer(self, a, v, where) for a, v in zip(out_avals, outvars)]
 
     def to_jaxpr(self, outs: Sequence) -> ClosedJaxpr:
         """The staged program from this trace's args to `outs` (constants inlined)."""

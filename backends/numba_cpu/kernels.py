@@ -112,17 +112,26 @@ class _Layout:
         self.sizes = [math.prod(domain[d] for d in run) for run in self.runs]
         self.inner = [m for m, run in enumerate(self.runs) if run[0] in inner]
         self.outer = [m for m, run in enumerate(self.runs) if run[0] not in inner]
+        self._masks: dict = {}                          # dmap -> mask (asked per value)
+        self._indices: dict = {}                        # dmap -> index expression
 
     def mask(self, dmap) -> frozenset:
-        present = {d for d in dmap if d is not None}
-        return frozenset(m for m, run in enumerate(self.runs) if run[0] in present)
+        mask = self._masks.get(dmap)
+        if mask is None:
+            present = {d for d in dmap if d is not None}
+            mask = self._masks[dmap] = frozenset(m for m, run in enumerate(self.runs)
+                                                 if run[0] in present)
+        return mask
 
     def index(self, dmap) -> str:
         """Flat (row-major) index of a value with this dmap at loop point (i0, i1, ...)."""
-        where = {d: k for k, d in enumerate(dmap) if d is not None}
-        dims = sorted((where[run[-1]], m) for m, run in enumerate(self.runs)
-                      if run[-1] in where)
-        return _flat([m for _, m in dims])
+        text = self._indices.get(dmap)
+        if text is None:
+            where = {d: k for k, d in enumerate(dmap) if d is not None}
+            dims = sorted((where[run[-1]], m) for m, run in enumerate(self.runs)
+                          if run[-1] in where)
+            text = self._indices[dmap] = _flat([m for _, m in dims])
+        return text
 
     def inner_index(self) -> str:
         return _flat(self.inner)
@@ -138,6 +147,46 @@ def _flat(dims: list) -> str:
         later = [f"n{j}" for j in dims[k + 1:]]
         terms.append(f"i{m}" if not later else f"i{m} * " + " * ".join(later))
     return " + ".join(terms) if terms else "0"
+
+
+def kernel_key(g: pl.Group, eqns: list):
+    """A summary of everything `kernel_source(g, eqns)` reads, with the Vars replaced by
+    their places in the group (unhashable where a param is: the caller checks). Groups with
+    equal keys (a model's layers, the optimizer update of each parameter) get the same
+    source, sizes and threading: code generation computes each once.
+
+    Covers: the domain and inner dims; each input's dmap and aval; per member its
+    primitive, params, operand and output avals (the scalar rules read those), output
+    dmaps, resolved operands (a Literal as the constant it is written as) and whether it
+    is a unit reduction; which member values are outputs."""
+    place: dict = {}                                    # member outvar -> (member, k)
+    for pos, i in enumerate(g.members):
+        for k, v in enumerate(eqns[i].outvars):
+            place[v] = (pos, k)
+    in_place = {}
+    inputs = []
+    for k, (v, dm) in enumerate(g.inputs):
+        in_place[(v, dm)] = k
+        inputs.append((dm, v.aval))
+    members = []
+    for i in g.members:
+        e = eqns[i]
+        ops = []
+        for r in g.operands[i]:
+            if r[0] == "lit":
+                ops.append(("lit", const(r[1].val, r[1].aval.dtype)))
+            elif r[0] == "m":
+                ops.append(place[r[1]])
+            else:
+                ops.append(in_place[(r[1], r[2])])
+        params = e.params
+        members.append((e.primitive, tuple(sorted(params.items())) if len(params) > 1
+                        else tuple(params.items()),
+                        tuple([x.aval for x in e.invars]), tuple([v.aval for v in e.outvars]),
+                        tuple([g.dmaps[v] for v in e.outvars]), tuple(ops),
+                        i in g.unit_reductions))
+    return (g.domain, g.inner, tuple(inputs), tuple(members),
+            tuple([place[v] for v in g.outputs]))
 
 
 def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):

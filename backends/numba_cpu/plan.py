@@ -194,11 +194,15 @@ class _Planner:
 
     def _fuse(self, i, e) -> bool:
         cands = []
+        group_of, virtual = self.group_of, self.virtual
         for x in e.invars:
-            g = self.group_of.get(self._root(x)) if type(x) is Var else None
+            if type(x) is not Var:
+                continue
+            g = group_of.get(self._root(x) if x in virtual else x)
             if g is not None and g not in cands:
                 cands.append(g)
-        cands.sort(key=lambda g: (not g.frozen, -g.gid))
+        if len(cands) > 1:
+            cands.sort(key=lambda g: (not g.frozen, -g.gid))
         for g in cands:
             if g.gid in self.dead:
                 continue

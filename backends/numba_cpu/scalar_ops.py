@@ -25,11 +25,20 @@ from fnad.primitives import reductions as red
 SUPPORTED = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float32, np.float64))
+_DTYPE_TYPES = frozenset(type(np.dtype(t)) for t in np.sctypeDict.values())
+
+
+_np_names: dict = {}                    # dtype -> its name in generated code (dtype.name is slow)
 
 
 def np_name(dtype) -> str:
-    dt = np.dtype(dtype)
-    return "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+    name = _np_names.get(dtype) if type(dtype) in _DTYPE_TYPES else None
+    if name is None:
+        dt = np.dtype(dtype)
+        name = "np.bool_" if dt == np.bool_ else f"np.{dt.name}"
+        if type(dtype) in _DTYPE_TYPES:
+            _np_names[dtype] = name
+    return name
 
 
 def const(val, dtype) -> str:
@@ -285,15 +294,26 @@ _RED_KINDS = {red.reduce_sum_p: "iuf", red.reduce_prod_p: "iuf", red.reduce_max_
               red.reduce_min_p: "biuf", red.reduce_and_p: "biu", red.reduce_or_p: "biu"}
 
 
+_kinds: dict = {}                       # dtype -> kind
+
+
 def kind(dt) -> str:
-    return "b" if dt == np.bool_ else dt.kind
+    k = _kinds.get(dt) if type(dt) in _DTYPE_TYPES else None
+    if k is None:
+        k = "b" if dt == np.bool_ else dt.kind
+        if type(dt) in _DTYPE_TYPES:
+            _kinds[dt] = k
+    return k
 
 
 def fusable(eqn) -> bool:
     """Can this equation be a member of a numba fusion group?"""
-    avals = [x.aval for x in eqn.invars] + [v.aval for v in eqn.outvars]
-    if any(a.dtype not in SUPPORTED for a in avals):
-        return False
+    for x in eqn.invars:
+        if x.aval.dtype not in SUPPORTED:
+            return False
+    for v in eqn.outvars:
+        if v.aval.dtype not in SUPPORTED:
+            return False
     p = eqn.primitive
     if p in pl.REDUCTIONS:
         return kind(eqn.invars[0].aval.dtype) in _RED_KINDS[p]

@@ -49,10 +49,17 @@ broadcast_in_dim_p = sh.broadcast_in_dim_p
 
 
 # ---- sub-jaxprs and effects ----------------------------------------------------------------
+# Exact types of param values that neither are nor hold a jaxpr: every pass asks about
+# every equation's params, and these skip the isinstance tests.
+_LEAF_TYPES = frozenset({int, float, bool, str, bytes, type(None), complex}) | \
+    core._dtype_classes
+
+
 def sub_jaxprs(eqn: JaxprEqn) -> Iterator[ClosedJaxpr | Jaxpr]:
     """The jaxprs held by `eqn`'s params (cond's branches, scan's body, ...)."""
     for p in eqn.params.values():
-        yield from _subs(p)
+        if type(p) not in _LEAF_TYPES:
+            yield from _subs(p)
 
 
 def _subs(p):
@@ -60,13 +67,16 @@ def _subs(p):
         yield p
     elif isinstance(p, tuple):
         for q in p:
-            yield from _subs(q)
+            if type(q) not in _LEAF_TYPES:
+                yield from _subs(q)
 
 
 def has_effects(eqn: JaxprEqn) -> bool:
     """Has side effects (a debug callback), itself or anywhere inside its sub-jaxprs."""
     if eqn.primitive in core.effectful_primitives:
         return True
+    if not has_sub_jaxprs(eqn):
+        return False
     for sub in sub_jaxprs(eqn):
         j = sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub
         if any(has_effects(e) for e in j.eqns):
@@ -100,13 +110,28 @@ def map_sub_jaxprs(eqn: JaxprEqn, fn: Callable[[ClosedJaxpr], ClosedJaxpr],
 
 
 def _holds_jaxpr(p) -> bool:
-    return isinstance(p, (ClosedJaxpr, Jaxpr)) or (
-        isinstance(p, tuple) and any(_holds_jaxpr(q) for q in p))
+    if type(p) in _LEAF_TYPES:
+        return False
+    if isinstance(p, (ClosedJaxpr, Jaxpr)):
+        return True
+    if isinstance(p, tuple):
+        for q in p:
+            if type(q) not in _LEAF_TYPES and _holds_jaxpr(q):
+                return True
+    return False
 
 
 def has_sub_jaxprs(eqn: JaxprEqn) -> bool:
     """Does one of `eqn`'s params hold a jaxpr (a higher-order primitive)?"""
-    return any(_holds_jaxpr(v) for v in eqn.params.values())
+    h = eqn._has_subs                                  # cached on the eqn (see ir.JaxprEqn)
+    if h is None:
+        h = False
+        for v in eqn.params.values():
+            if type(v) not in _LEAF_TYPES and _holds_jaxpr(v):
+                h = True
+                break
+        eqn._has_subs = h
+    return h
 
 
 # ---- atoms -----------------------------------------------------------------------------------
@@ -147,7 +172,13 @@ class Renamer:
 
     def eqn(self, eqn: JaxprEqn) -> JaxprEqn:
         """`eqn` reading the substituted atoms."""
-        if not self.env:
+        env = self.env
+        if not env:
+            return eqn
+        for a in eqn.invars:
+            if type(a) is Var and a in env:
+                break
+        else:                                           # nothing to substitute
             return eqn
         invars = [self(a) for a in eqn.invars]
         if all(a is b for a, b in zip(invars, eqn.invars)):

@@ -78,9 +78,14 @@ def _fold(closed: ClosedJaxpr, max_const_size: int, memo: dict) -> ClosedJaxpr:
             continue
         changed = changed or new is not eqn
         impl = impls.get(new.primitive)
-        if impl is None or len(new.outvars) != 1 or new.primitive.multiple_results or \
-                not all(type(a) is Literal or a in known for a in new.invars) or \
-                has_effects(new):
+        foldable = impl is not None and len(new.outvars) == 1 and \
+            not new.primitive.multiple_results
+        if foldable:
+            for a in new.invars:                        # every input known?
+                if type(a) is not Literal and a not in known:
+                    foldable = False
+                    break
+        if not foldable or has_effects(new):
             eqns.append(new)
             continue
         out_var = new.outvars[0]

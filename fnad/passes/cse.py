@@ -38,14 +38,19 @@ def _cse(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
         changed = changed or new is not eqn
         key = _key(new)
         if key is not None:
-            first = seen.get(key)
+            try:
+                first = seen.get(key)
+            except TypeError:                          # an unhashable param (a list, an array)
+                eqns.append(new)
+                continue
             if first is not None and all(a.aval == b.aval
                                          for a, b in zip(first.outvars, new.outvars)):
                 for v, w in zip(new.outvars, first.outvars):
                     ren[v] = w
                 changed = True
                 continue
-            seen.setdefault(key, new)
+            if first is None:
+                seen[key] = new
         eqns.append(new)
     outvars = [ren(v) for v in j.outvars]
     if not changed and all(a is b for a, b in zip(outvars, j.outvars)):
@@ -54,23 +59,33 @@ def _cse(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
 
 
 def _key(eqn: JaxprEqn) -> tuple | None:
-    """What makes `eqn` equal to another, or None if it must never be merged."""
-    if eqn.primitive is remat_p and eqn.params.get("prevent_cse"):
+    """What makes `eqn` equal to another, or None if it must never be merged. The key
+    may still be unhashable (a list or array param): the caller's lookup tells."""
+    prim = eqn.primitive
+    if prim is remat_p and eqn.params.get("prevent_cse"):
         return None
     if has_effects(eqn):
         return None
-    ins = tuple(literal_key(a) if type(a) is Literal else a for a in eqn.invars)
-    if eqn.primitive in COMMUTATIVE:
-        ins = tuple(sorted(ins, key=_order))
-    params = tuple(sorted(eqn.params.items()))
-    key = (eqn.primitive, params, ins, len(eqn.outvars))
-    try:
-        hash(key)
-    except TypeError:                                  # an unhashable param (a list, an array)
-        return None
-    return key
+    ins = tuple([literal_key(a) if type(a) is Literal else a for a in eqn.invars])
+    if prim in COMMUTATIVE:
+        ins = _commuted(ins)
+    params = eqn.params
+    params = tuple(sorted(params.items())) if len(params) > 1 else tuple(params.items())
+    return (prim, params, ins, len(eqn.outvars))
+
+
+def _commuted(ins: tuple) -> tuple:
+    """`ins` sorted by _order; two operands without computing it (a Literal's repr is slow)."""
+    if len(ins) == 2:
+        a, b = ins
+        lit_a, lit_b = type(a) is tuple, type(b) is tuple
+        if not lit_a and not lit_b:                    # two Vars: by id
+            return (b, a) if id(b) < id(a) else ins
+        if lit_a != lit_b:                             # a Var and a Literal: the Var first
+            return (b, a) if lit_a else ins
+    return tuple(sorted(ins, key=_order))
 
 
 def _order(a) -> tuple:
     """A total order on operand keys (Vars by id, Literal keys after them)."""
-    return (1, repr(a)) if type(a) is tuple else (0, str(id(a)).zfill(24))
+    return (1, repr(a)) if type(a) is tuple else (0, id(a))

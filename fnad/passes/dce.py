@@ -80,7 +80,9 @@ def _walk(jaxpr: Jaxpr, outvars: list, recursive: bool, memo: dict
             elif has_sub_jaxprs(eqn):
                 eqn = map_sub_jaxprs(eqn, lambda c: _dce_closed(c, memo), memo)
         kept.append(eqn)
-        live.update(v for v in eqn.invars if type(v) is Var)
+        for v in eqn.invars:
+            if type(v) is Var:
+                live.add(v)
     kept.reverse()
     return kept, live
 

@@ -125,7 +125,12 @@ class _Ctx:
         s = self.splat(a)
         if s is None:
             return False
+        t = type(s)
+        if t is float or t is int or t is bool:        # a Python scalar: no NumPy needed
+            return s == value
         with np.errstate(all="ignore"):
+            if isinstance(s, np.generic):              # a 0-d value: np.all is the value
+                return bool(s == value)
             return bool(np.all(np.asarray(s) == value))
 
 
@@ -249,17 +254,28 @@ def scalar_operands(eqn, ctx):
     """Operands broadcast_in_dim(scalar, dims=()) read as the scalar itself, when another
     operand has the full output shape (elementwise ops accept scalar operands)."""
     shape = eqn.outvars[0].aval.shape
-    if not shape or not any(a.aval.shape == shape for a in eqn.invars):
+    if not shape:
         return eqn
-    new = list(eqn.invars)
-    for i, a in enumerate(eqn.invars):
-        b = ctx.made_by(a, sh.broadcast_in_dim_p)
-        if b is not None and not b.invars[0].aval.shape and b.invars[0].aval.dtype == \
-                a.aval.dtype and b.invars[0].aval.weak_type == a.aval.weak_type:
+    invars = eqn.invars
+    for a in invars:
+        if a.aval.shape == shape:
+            break
+    else:
+        return eqn
+    producer = ctx.producer
+    new = None
+    for i, a in enumerate(invars):
+        b = producer.get(a) if type(a) is Var else None
+        if b is None or b.primitive is not sh.broadcast_in_dim_p:
+            continue
+        x = b.invars[0].aval
+        if not x.shape and x.dtype == a.aval.dtype and x.weak_type == a.aval.weak_type:
+            if new is None:
+                new = list(invars)
             new[i] = b.invars[0]
-    if not any(a.aval.shape == shape for a in new):   # keep one operand at full shape
+    if new is None or not any(a.aval.shape == shape for a in new):   # keep one full operand
         return eqn
-    return eqn if all(a is b for a, b in zip(new, eqn.invars)) else eqn.replace(invars=new)
+    return eqn.replace(invars=new)
 
 
 def elementwise_rule(identity: Callable | None = None):
