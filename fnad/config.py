@@ -75,6 +75,10 @@ _OPTIONS: dict[str, _Option] = {
         ("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto"),
         help="accepted for JAX compatibility",
     ),
+    "jax_background_compile": _Option(
+        True, "bool", help="fnad-only: numba backend runs a new program interpreted while "
+        "its kernels compile in a background thread"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.

@@ -278,8 +278,10 @@ class JitWrapped:
             out_tree_box.append(out_tree)
             return out_leaves
 
-        closed, consts = trace_to_subjaxpr(flat_fun, list(avals), f"jit of {self.__name__}")
-        closed = _optimize(closed)
+        with core.gc_paused():
+            closed, consts = trace_to_subjaxpr(flat_fun, list(avals),
+                                               f"jit of {self.__name__}")
+            closed = _optimize(closed)
         entry = _Entry(closed, consts, out_tree_box[0])
         if not any(isinstance(c, Tracer) for c in consts):   # closure over a tracer: no cache
             self._cache[key] = entry
@@ -300,21 +302,24 @@ class JitWrapped:
                 if fast is not None:
                     fn, consts, be, out_avals, out_tree = fast
                     vals = [x._value if x._backend is be else _to_buffer(x, be) for x in args]
+                    if out_tree is None:                        # one output
+                        return Array(fn(*consts, *vals)[0], out_avals[0], be)
                     outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
-                    return outs[0] if out_tree is None else \
-                        tree_util.tree_unflatten(out_tree, outs)
+                    return tree_util.tree_unflatten(out_tree, outs)
         entry, flat = self._entry(args, kwargs)
+        outs = jit_p.bind(*entry.consts, *flat, jaxpr=entry.closed, name=self.__name__,
+                          backend=self.backend)
         if (not kwargs and not self.static_argnums and core._state.trace is core.eval_trace
                 and all(type(x) is Array for x in args) and len(flat) == len(args)
                 and all(type(c) is Array for c in entry.consts)):
             self._remember_fast(args, entry)
-        outs = jit_p.bind(*entry.consts, *flat, jaxpr=entry.closed, name=self.__name__,
-                          backend=self.backend)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _remember_fast(self, args, entry):
         be = _backend(self.backend)
         fn = compiled_for(entry.closed, be)
+        if getattr(fn, "_checked", False):     # numba: its program, past the first-call checks
+            fn = fn.run
         consts = [_to_buffer(c, be) for c in entry.consts]
         single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
             entry.out_tree

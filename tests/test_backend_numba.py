@@ -325,7 +325,7 @@ _CACHE_SCRIPT = textwrap.dedent("""
 
 
 def test_disk_cache_is_reused_by_a_new_process(tmp_path):
-    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path))
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0")
     runs = []
     for _ in range(2):
         out = subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, check=True,

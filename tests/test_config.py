@@ -23,6 +23,7 @@ DEFAULTS = {
     "jax_numpy_rank_promotion": "allow",
     "jax_default_prng_impl": "threefry2x32",
     "jax_traceback_filtering": "auto",
+    "jax_background_compile": True,
 }
 
 

@@ -2,7 +2,8 @@
 
 Buffers are NumPy arrays, so eager execution uses the NumPy reference
 implementations (a copy of their table: primitives registered for `numba` alone
-stay here). `compile(closed)` turns a whole jaxpr into one generated Python
+stay here), except dot_general, which splits large products into chunks run by the
+backend's threads (gemm.py). `compile(closed)` turns a whole jaxpr into one generated Python
 module compiled with numba (codegen.py). Importing this package does not import
 numba; compiling does.
 """
@@ -16,6 +17,20 @@ device_put = _ref.device_put
 to_numpy = _ref.to_numpy
 block_until_ready = _ref.block_until_ready
 eager_backend = _ref          # jit's outputs are numpy-backend Arrays: the same buffers
+
+
+def _dot_general(lhs, rhs, **params):
+    """BLAS in chunks that threads claim (gemm.py; imported on first use: it imports numba)."""
+    from fnad.backends.numba_cpu.gemm import dot_general
+    return dot_general(lhs, rhs, **params)
+
+
+def _register() -> None:
+    from fnad.primitives.linalg import dot_general_p
+    impl_rules[dot_general_p] = _dot_general
+
+
+_register()
 
 
 def compile(closed):

@@ -78,32 +78,79 @@ def compile_jaxpr(closed: ClosedJaxpr):
 
 
 def _build(closed: ClosedJaxpr, backend, fuse: bool):
-    """(run, source): the generated program, its kernels imported (compiled lazily)."""
+    """(run, source, kernels, signatures): the generated program, its kernels imported
+    (numba dispatchers, compiled lazily) and the argument types they are called with."""
     m = _ModuleBuilder(backend, fuse)
     m.function(closed.jaxpr, closed.consts, "run")
     driver = m.driver_source()
     namespace = {name: getattr(load_module(src, name), name) for name, src in m.kernels.items()}
     run = load_driver(driver, namespace)(m.K)
-    return run, "\n\n".join([driver] + list(m.kernels.values()))
+    return (run, "\n\n".join([driver] + list(m.kernels.values())), list(namespace.values()),
+            m.signatures)
 
 
 class Compiled:
     """A compiled program: call it on NumPy buffers (returns a list); `.source` is the code.
 
-    numba compiles the kernels at the first call. Should that fail (a code generator bug:
-    a numba typing or lowering error), the program is rebuilt without fused kernels (every
-    equation through the backend's impls) with a warning, unless `STRICT` is set (the env
-    var FNAD_NUMBA_STRICT=1; the tests set it) in which case the error is raised.
+    numba compiles the kernels at the first call (0.1-1 s each) unless they are in its disk
+    cache. With `config.jax_background_compile` (the default) a program with kernels to
+    compile starts a child process that compiles them into the disk cache (precompile.py)
+    and, until it is done, runs on the NumPy interpreter (numpy_ref/compile.py: the same
+    optimized jaxpr, equation by equation); the first call after that loads the kernels
+    and runs the generated program. `wait()` blocks until the child is done. A program
+    whose kernels are loaded or on disk (marker files say so) runs compiled at once, as
+    does every program with the option off.
+
+    Should compiling fail (a code generator bug: a numba typing or lowering error), the
+    program is rebuilt without fused kernels (every equation through the backend's impls)
+    with a warning, unless `STRICT` is set (the env var FNAD_NUMBA_STRICT=1; the tests set
+    it) in which case the error is raised.
     """
 
-    __slots__ = ("run", "source", "_closed", "_checked")
+    __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job")
 
-    def __init__(self, closed, run, source: str):
-        self.run, self.source, self._closed, self._checked = run, source, closed, False
+    def __init__(self, closed, run, source: str, kernels=(), signatures=None):
+        self.run, self.source, self._closed = run, source, closed
+        self._kernels, self._signatures = tuple(kernels), signatures or {}
+        self._checked, self._job = False, None
 
     def __call__(self, *bufs):
         if self._checked:
             return self.run(*bufs)
+        from fnad.backends.numba_cpu import precompile
+        job = self._job
+        if job is None:
+            if (not config.jax_background_compile or all(k.signatures for k in self._kernels)
+                    or precompile.markers_present(cache_dir(), self._signatures)):
+                return self._first(bufs)
+            job = self._job = precompile.start(cache_dir(), self._signatures)
+        if job.poll() is None:
+            return self._interpret(bufs)
+        self._job = None
+        if job.returncode != 0:
+            warnings.warn(f"fnad numba backend: the background compile exited with code "
+                          f"{job.returncode}; compiling in this process", RuntimeWarning,
+                          stacklevel=2)
+        return self._first(bufs)
+
+    def wait(self) -> None:
+        """Block until a background compile of this program has finished."""
+        job = self._job
+        if job is not None:
+            job.wait()
+
+    @property
+    def compiling(self) -> bool:
+        """Whether a background compile is running (calls run interpreted meanwhile)."""
+        return self._job is not None and self._job.poll() is None
+
+    def _interpret(self, bufs):
+        from fnad.backends import numba_cpu as backend
+        from fnad.backends.numpy_ref.compile import interpret
+        closed = self._closed
+        return interpret(closed.jaxpr, [np.asarray(c) for c in closed.consts], bufs, backend)
+
+    def _first(self, bufs):
         from numba.core.errors import NumbaError
         try:
             out = self.run(*bufs)
@@ -113,11 +160,14 @@ class Compiled:
             first = str(e).splitlines()[0][:200] if str(e) else ""
             warnings.warn(f"fnad numba backend: compiling a fused kernel failed "
                           f"({type(e).__name__}: {first}); running this program without "
-                          "fusion. Please report this with the program's jaxpr.", RuntimeWarning,
-                          stacklevel=2)
+                          "fusion. Please report this with the program's jaxpr.",
+                          RuntimeWarning, stacklevel=3)
             from fnad.backends import numba_cpu as backend
-            self.run, self.source = _build(self._closed, backend, fuse=False)
+            self.run, self.source = _build(self._closed, backend, fuse=False)[:2]
             out = self.run(*bufs)
+        else:
+            from fnad.backends.numba_cpu import precompile
+            precompile.write_markers(cache_dir(), self._signatures)
         self._checked = True
         return out
 
@@ -143,7 +193,7 @@ def flatten(jaxpr: Jaxpr, consts) -> tuple:
         def sub(a):
             return env.get(a, a) if type(a) is Var else a
         for eqn in jaxpr.eqns:
-            ins = [sub(a) for a in eqn.invars]
+            ins = [env.get(a, a) for a in eqn.invars]      # (env holds Vars only)
             key = calls.get(eqn.primitive)
             if key is not None:
                 closed = eqn.params[key]
@@ -209,11 +259,19 @@ def _transposed_dots(eqns: list, outvars: list) -> list:
     return [e for k, e in enumerate(out) if k not in drop]
 
 
+# Param values that are not and do not hold jaxprs (exact types; skipped at once).
+_LEAF_TYPES = frozenset({int, float, bool, str, type(None)}) | core._dtype_classes
+
+
 def _effectful(eqn) -> bool:
     if eqn.primitive in core.effectful_primitives:
         return True
     for p in eqn.params.values():
+        if type(p) in _LEAF_TYPES:
+            continue
         for s in (p if isinstance(p, (tuple, list)) else (p,)):
+            if type(s) in _LEAF_TYPES:
+                continue
             j = s.jaxpr if isinstance(s, ClosedJaxpr) else s
             if isinstance(j, Jaxpr) and any(_effectful(e) for e in j.eqns):
                 return True
@@ -239,9 +297,12 @@ class _ModuleBuilder:
         self.backend = backend
         self.fuse = fuse
         self.kernels: dict[str, str] = {}          # name -> kernel module source
+        self.signatures: dict[str, set] = {}       # name -> argument type specs it is called with
         self.K: list = []
         self.functions: list[str] = []
         self.n_fn = 0
+        self._kernel_names: dict[str, str] = {}    # kernel text -> its name (sha of the text)
+        self._kernel_of: dict = {}                 # kernels.kernel_key -> (name, sizes, threaded)
 
     def const(self, obj) -> str:
         self.K.append(obj)
@@ -249,7 +310,14 @@ class _ModuleBuilder:
 
     def kernel(self, group, eqns) -> tuple[str, tuple, bool]:
         """The group's kernel (one module per distinct source): name, sizes, threaded."""
-        from fnad.backends.numba_cpu.kernels import kernel_source
+        from fnad.backends.numba_cpu.kernels import kernel_key, kernel_source
+        key = kernel_key(group, eqns)                  # the same group seen before: reuse
+        try:
+            hit = self._kernel_of.get(key)
+        except TypeError:                              # an unhashable param: no reuse
+            hit = key = None
+        if hit is not None:
+            return hit
         src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel")
         head = [_stamp("kernel"), "import math  # noqa", "", "import numba",
                 "import numpy as np"]
@@ -258,8 +326,12 @@ class _ModuleBuilder:
         if runtime:
             head.append("from fnad.backends.numba_cpu.runtime import " + ", ".join(sorted(runtime)))
         text = "\n".join(head + ["", "", src])
-        name = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+        name = self._kernel_names.get(text)        # the layers of a model: the same kernels
+        if name is None:
+            name = self._kernel_names[text] = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         self.kernels.setdefault(name, text.replace("def kernel(", f"def {name}(", 1))
+        if key is not None:
+            self._kernel_of[key] = (name, sizes, threaded)
         return name, sizes, threaded
 
     def function(self, jaxpr: Jaxpr, consts, name: str | None = None) -> str:
@@ -267,7 +339,8 @@ class _ModuleBuilder:
         if name is None:
             self.n_fn += 1
             name = f"f{self.n_fn}"
-        _Driver(self, jaxpr, consts, name).emit()
+        with core.gc_paused():
+            _Driver(self, jaxpr, consts, name).emit()
         return name
 
     def driver_source(self) -> str:
@@ -284,6 +357,7 @@ class _ModuleBuilder:
         return "\n".join(head + make)
 
 
+@functools.cache                           # once per process: it reads and hashes a file
 def _stamp(what: str) -> str:
     """The first line of generated modules: versions of everything the code depends on
     (numba's disk cache does not notice when a helper module changes: the source must)."""
@@ -350,9 +424,14 @@ class _Driver:
         from fnad.backends.numba_cpu.runtime import NUM_THREADS
         kname, sizes, threaded = self.m.kernel(g, self.eqns)
         args = [repr(sizes)] if sizes else []
+        spec = [("tuple", len(sizes))] if sizes else []   # the argument types, for precompile
         for v, _ in g.inputs:
-            a = self.atom(v)
-            args.append(a if not v.aval.shape or v in self.contiguous else f"C({a})")
+            a, dt = self.atom(v), v.aval.dtype
+            if not v.aval.shape:        # a fresh 0-d array: one argument type for any scalar
+                args.append(f"np.array({a}, {_np_dtype(dt)})")
+            else:
+                args.append(a if v in self.contiguous else f"C({a})")
+            spec.append(("array", dt.name, v.aval.ndim))
         self.contiguous.update(g.outputs)
         if threaded:                    # outputs allocated here, chunks run on all threads
             for v in g.outputs:
@@ -360,10 +439,15 @@ class _Driver:
                 self.line(f"{o} = np.empty({tuple(v.aval.shape)!r}, "
                           f"{_np_dtype(v.aval.dtype)})")
                 args.append(o)
+                spec.append(("array", v.aval.dtype.name, v.aval.ndim))
             chunks = min(sizes[0], 16 * NUM_THREADS)
+            spec += [("array", "int64", 1), ("int64",)]
+            self.m.signatures.setdefault(kname, set()).add(tuple(spec))
             self.line(f"run_threaded({kname}, ({', '.join(args)},), {chunks})")
             return
         args += [repr(tuple(v.aval.shape)) for v in g.outputs if v.aval.shape]
+        spec += [("tuple", v.aval.ndim) for v in g.outputs if v.aval.shape]
+        self.m.signatures.setdefault(kname, set()).add(tuple(spec))
         outs = [self.define(v) for v in g.outputs]
         self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
 
@@ -456,11 +540,20 @@ def _never(eqn) -> bool:
     return False
 
 
+_np_dtypes: dict = {}                       # dtype -> _np_dtype(dtype) (dtype.name is slow)
+
+
 def _np_dtype(dtype) -> str:
-    dt = np.dtype(dtype)
-    if dt.type.__module__ == "numpy" and hasattr(np, dt.name):
-        return f"np.{dt.name}"
-    return f"np.dtype({dt.str!r})"
+    text = _np_dtypes.get(dtype) if type(dtype) in core._dtype_classes else None
+    if text is None:
+        dt = np.dtype(dtype)
+        if dt.type.__module__ == "numpy" and hasattr(np, dt.name):
+            text = f"np.{dt.name}"
+        else:
+            text = f"np.dtype({dt.str!r})"
+        if type(dtype) in core._dtype_classes:
+            _np_dtypes[dtype] = text
+    return text
 
 
 def _eager_call(eqn, backend):

@@ -141,16 +141,22 @@ NUM_THREADS = _threads()
 _pool: ThreadPoolExecutor | None = None
 
 
+def thread_pool() -> ThreadPoolExecutor:
+    """The NUM_THREADS - 1 workers that help the calling thread (kernels, gemm.py)."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(NUM_THREADS - 1, thread_name_prefix="fnad-numba")
+    return _pool
+
+
 def run_threaded(kernel, args: tuple, chunks: int) -> None:
     """kernel(*args, counter, chunks) on this thread and NUM_THREADS - 1 workers."""
-    global _pool
     counter = np.zeros(1, np.int64)
     if NUM_THREADS == 1:
         kernel(*args, counter, chunks)
         return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(NUM_THREADS - 1, thread_name_prefix="fnad-numba")
-    futures = [_pool.submit(kernel, *args, counter, chunks) for _ in range(NUM_THREADS - 1)]
+    pool = thread_pool()
+    futures = [pool.submit(kernel, *args, counter, chunks) for _ in range(NUM_THREADS - 1)]
     kernel(*args, counter, chunks)
     for f in futures:
         if not f.cancel():

@@ -3,10 +3,10 @@ lu: scipy LAPACK per matrix of the batch, NaNs where cholesky fails, as JAX).
 
 dot_general: one np.matmul (BLAS for float32/64, complex).
 
-Both operands are permuted to [batch..., M, K] and [batch..., K, N] (views), reshaped
-(free when already contiguous: a plain matmul, a batched matmul and [B,T,C]@[C,F]
-copy nothing) and multiplied; float16/bfloat16 accumulate in float32, as XLA's CPU
-backend does.
+Both operands become [batch..., M, K] and [batch..., K, N] arrays (`_as_matmul`): views
+where the layout allows, as for a plain or batched matmul, [B,T,C] @ [C,F], x @ W^T and
+the weight gradient x^T @ g of [B,T,C] and [B,T,F] (BLAS takes a transposed operand as
+is); a copy otherwise. float16/bfloat16 accumulate in float32, as XLA's CPU backend does.
 """
 from __future__ import annotations
 
@@ -29,6 +29,14 @@ def _compute_dtype(out_dtype: np.dtype) -> np.dtype:
 
 
 def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    a, b, out_shape, out_dtype = _as_matmul(lhs, rhs, dimension_numbers,
+                                            preferred_element_type)
+    return np.matmul(a, b).reshape(out_shape).astype(out_dtype, copy=False)
+
+
+def _as_matmul(lhs, rhs, dimension_numbers, preferred_element_type):
+    """(a, b, out_shape, out_dtype): views [batch.., M, K] and [batch.., K, N] of the operands
+    (in the compute dtype) such that matmul(a, b).reshape(out_shape) is the dot_general."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)         # buffers may be NumPy scalars
     (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = la.dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
@@ -37,28 +45,31 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_ty
         lhs = lhs.astype(cdt)
     if rhs.dtype != cdt:
         rhs = rhs.astype(cdt)
-    nl, nr, nb = lhs.ndim, rhs.ndim, len(lb)
-    if lb == rb == tuple(range(nb)) and lc == (nl - 1,) and rc == (nb,):
-        # the matmul layouts: [b.., M, K] @ [b.., K, N]; [.., K] @ [K, N]; [.., K] @ [K]
-        if nl == nr == nb + 2:
-            return np.matmul(lhs, rhs).astype(out_dtype, copy=False)
-        if nb == 0 and nr == 2:
-            out = np.matmul(lhs.reshape(-1, rhs.shape[0]), rhs)          # one GEMM
-            return out.reshape(lhs.shape[:-1] + rhs.shape[1:]).astype(out_dtype, copy=False)
-        if nb == 0 and nr == 1 and nl >= 1:
-            return np.matmul(lhs, rhs).astype(out_dtype, copy=False)
-    lf = [i for i in range(nl) if i not in lc and i not in lb]
-    rf = [i for i in range(nr) if i not in rc and i not in rb]
+    nl, nr = lhs.ndim, rhs.ndim
+    lf = tuple(i for i in range(nl) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(nr) if i not in rc and i not in rb)
     batch = tuple(lhs.shape[i] for i in lb)
     l_free = tuple(lhs.shape[i] for i in lf)
     r_free = tuple(rhs.shape[i] for i in rf)
     K = math.prod(lhs.shape[i] for i in lc)
     M, N = math.prod(l_free), math.prod(r_free)
-    lperm, rperm = (*lb, *lf, *lc), (*rb, *rc, *rf)
-    a = lhs if lperm == tuple(range(nl)) else lhs.transpose(lperm)
-    b = rhs if rperm == tuple(range(nr)) else rhs.transpose(rperm)
-    out = np.matmul(a.reshape(batch + (M, K)), b.reshape(batch + (K, N)))  # [batch, M, N]
-    return out.reshape(batch + l_free + r_free).astype(out_dtype, copy=False)
+    a = _operand(lhs, lb, lf, lc, batch, M, K)                    # [batch, M, K]
+    b = _operand(rhs, rb, rc, rf, batch, K, N)                    # [batch, K, N]
+    return a, b, batch + l_free + r_free, out_dtype
+
+
+def _operand(x, bdims, first, second, batch, rows, cols):
+    """x as a [batch.., rows, cols] array whose rows merge the dims `first` and whose
+    columns merge `second`: a view where x's layout allows (the dims of each group adjacent
+    and in order, the groups in either order: a transposed matrix is a view), else a copy."""
+    nb = len(bdims)
+    if bdims == tuple(range(nb)):
+        if first + second == tuple(range(nb, x.ndim)):          # [b.., rows.., cols..]
+            return x.reshape(batch + (rows, cols))
+        if second + first == tuple(range(nb, x.ndim)):          # [b.., cols.., rows..]
+            return np.swapaxes(x.reshape(batch + (cols, rows)), -1, -2)
+    perm = (*bdims, *first, *second)
+    return x.transpose(perm).reshape(batch + (rows, cols))
 
 
 impl_rules[la.dot_general_p] = _dot_general

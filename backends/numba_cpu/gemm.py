@@ -1,0 +1,123 @@
+"""dot_general for the numba backend: BLAS GEMMs split into chunks that threads claim.
+
+The layout work (operands permuted and reshaped to [batch, M, K] @ [batch, K, N] views,
+f16/bf16 accumulating in f32) is the NumPy reference's (numpy_ref/linalg.py `_as_matmul`).
+What differs is who runs the threads. OpenBLAS splits a GEMM into one fixed share per
+thread and its threads spin while idle: on a loaded machine a descheduled thread stalls
+the whole product (measured on the 2-core machine this was built on, with other
+processes running: an MLP train step took 11-65 ms with OpenBLAS's 2 threads against
+5.7-7.5 ms with one). Here, where the BLAS library's thread count can be set (OpenBLAS,
+found in the process's loaded libraries), a large product runs with BLAS at one thread on
+`NUM_THREADS` threads that claim chunks (batch entries or blocks of rows) one at a time:
+a late thread simply claims fewer. Small products (< 2^22 multiply-adds) run on the
+calling thread alone, also with BLAS at one thread: OpenBLAS's own threads, woken for a
+small product, spin afterwards and take the cores the next kernels need (the same MLP
+step: 41 ms with them, 6-7 ms without). Elsewhere (macOS Accelerate, MKL) `np.matmul`
+runs as is.
+"""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from fnad.backends.numba_cpu.runtime import NUM_THREADS, thread_pool
+from fnad.backends.numpy_ref.linalg import _as_matmul
+
+SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
+MIN_ROWS = 32                    # a chunk of rows is at least this tall
+
+
+def _openblas():
+    """(set_num_threads, get_num_threads) of the loaded OpenBLAS, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:                                   # not Linux
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix, suffix in (("openblas", ""), ("scipy_openblas", "64_"),
+                               ("scipy_openblas", ""), ("openblas", "64_")):
+            set_fn = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
+            get_fn = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
+            if set_fn is not None and get_fn is not None:
+                set_fn.argtypes, set_fn.restype = [ctypes.c_int], None
+                get_fn.argtypes, get_fn.restype = [], ctypes.c_int
+                return set_fn, get_fn
+    return None
+
+
+_BLAS: tuple | None = None
+_found = False
+_lock = threading.Lock()         # one chunked product at a time sets the BLAS thread count
+
+
+def blas_threads():
+    global _BLAS, _found
+    if not _found:
+        np.matmul(np.ones((2, 2)), np.ones((2, 2)))          # numpy's BLAS is loaded
+        _BLAS, _found = _openblas(), True
+    return _BLAS
+
+
+def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    a, b, out_shape, out_dtype = _as_matmul(lhs, rhs, dimension_numbers,
+                                            preferred_element_type)
+    out = matmul(a, b)
+    return out.reshape(out_shape).astype(out_dtype, copy=False)
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b) for [batch.., M, K] @ [batch.., K, N] (equal batch dims)."""
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[:-2]
+    blas = blas_threads()
+    if blas is None or a.dtype.kind not in "fc":
+        return np.matmul(a, b)
+    set_fn, get_fn = blas
+    if NUM_THREADS == 1 or math.prod(batch) * m * k * n < SMALL:
+        with _lock:                               # this thread alone; BLAS's threads stay idle
+            before = get_fn()
+            set_fn(1)
+            try:
+                return np.matmul(a, b)
+            finally:
+                set_fn(before)
+    out = np.empty(batch + (m, n), np.result_type(a, b))
+    if batch:                     # chunks of the flattened batch, else blocks of rows
+        nb = math.prod(batch)
+        a3, b3, o3 = a.reshape(nb, m, k), b.reshape(nb, k, n), out.reshape(nb, m, n)
+        size = max(1, nb // (4 * NUM_THREADS))
+        parts = [(slice(i, i + size),) for i in range(0, nb, size)]
+    else:
+        a3, b3, o3 = a, b, out
+        size = max(MIN_ROWS, -(-m // (4 * NUM_THREADS)))
+        parts = [(slice(i, i + size),) for i in range(0, m, size)]
+    claim = itertools.count().__next__                     # atomic under the GIL
+
+    def work_on_chunks():
+        while (c := claim()) < len(parts):
+            s = parts[c]
+            rhs = b3[s] if batch else b3
+            np.matmul(a3[s], rhs, out=o3[s])
+
+    with _lock:
+        before = get_fn()
+        set_fn(1)
+        try:
+            pool = thread_pool()
+            futures = [pool.submit(work_on_chunks) for _ in range(NUM_THREADS - 1)]
+            work_on_chunks()
+            for f in futures:
+                if not f.cancel():
+                    f.result()
+        finally:
+            set_fn(before)
+    return out

@@ -1,0 +1,86 @@
+"""The numba backend's dot_general (backends/numba_cpu/gemm.py): large products run in
+chunks on the backend's threads with BLAS at one thread; results equal np.matmul's, the
+BLAS thread count is restored, and every dot_general layout goes through the same views
+as the NumPy reference (backends/numpy_ref/linalg.py `_as_matmul`)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the numba backend needs numba (not installed)")
+
+from fnad.backends.numba_cpu import gemm  # noqa: E402
+from fnad.backends.numpy_ref.linalg import _as_matmul, _dot_general  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((300, 200), (200, 100)),            # rows in chunks
+    ((16, 64, 72), (16, 72, 64)),        # batch entries in chunks
+    ((2, 3, 64, 96), (2, 3, 96, 128)),   # two batch dims
+    ((33, 2000), (2000, 70)),            # fewer rows than one chunk per thread
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_matmul_equals_numpy(a_shape, b_shape, dtype):
+    a, b = rand(*a_shape, dtype=dtype), rand(*b_shape, dtype=dtype)
+    assert np.prod(a.shape) * b.shape[-1] >= gemm.SMALL       # the chunked path
+    tol = 2e-4 if dtype == np.float32 else 1e-11      # blocking changes the sum order
+    np.testing.assert_allclose(gemm.matmul(a, b), np.matmul(a, b), rtol=tol, atol=tol)
+
+
+def test_transposed_operands_and_blas_threads_restored():
+    a, b = rand(256, 512), rand(384, 512)
+    blas = gemm.blas_threads()
+    before = blas[1]() if blas else None
+    np.testing.assert_allclose(gemm.matmul(a, b.T), a @ b.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(gemm.matmul(a.T.copy().T, b.T), a @ b.T, rtol=1e-5, atol=1e-5)
+    if blas:
+        assert blas[1]() == before
+
+
+DIMS = [  # (lhs shape, rhs shape, dimension_numbers): the layouts a transformer step uses
+    ((8, 16, 32), (32, 24), (((2,), (0,)), ((), ()))),            # x @ W
+    ((8, 16, 24), (32, 24), (((2,), (1,)), ((), ()))),            # g @ W^T
+    ((8, 16, 32), (8, 16, 24), (((0, 1), (0, 1)), ((), ()))),     # x^T @ g (weight grad)
+    ((8, 16, 24), (8, 16, 32), (((0, 1), (0, 1)), ((), ()))),
+    ((4, 2, 16, 8), (4, 2, 16, 8), (((3,), (3,)), ((0, 1), (0, 1)))),   # q @ k^T
+    ((4, 2, 16, 16), (4, 2, 16, 8), (((3,), (2,)), ((0, 1), (0, 1)))),  # p @ v
+    ((4, 2, 16, 8), (4, 2, 16, 16), (((2,), (2,)), ((0, 1), (0, 1)))),  # dq^T-like
+    ((2, 16, 4, 8), (2, 4, 8, 16), (((3,), (2,)), ((0, 2), (0, 1)))),   # batch not leading
+    ((5,), (5,), (((0,), (0,)), ((), ()))),                          # vector dot
+    ((3, 5), (5,), (((1,), (0,)), ((), ()))),                        # matvec
+    ((5, 3), (5, 4), (((0,), (0,)), ((), ()))),
+]
+
+
+@pytest.mark.parametrize("ls,rs,dn", DIMS)
+def test_layouts_match_einsum(ls, rs, dn):
+    lhs, rhs = rand(*ls, dtype=np.float64), rand(*rs, dtype=np.float64)
+    (lc, rc), (lb, rb) = dn
+    letters = iter("abcdefghijklmnop")
+    lsub = [next(letters) for _ in ls]
+    rsub = [None] * len(rs)
+    for i, j in zip(lc + lb, rc + rb):
+        rsub[j] = lsub[i]
+    rsub = [s or next(letters) for s in rsub]
+    out = ([lsub[i] for i in lb] + [s for i, s in enumerate(lsub) if i not in lc + lb]
+           + [s for j, s in enumerate(rsub) if j not in rc + rb])
+    want = np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs, rhs)
+    params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
+    np.testing.assert_allclose(_dot_general(lhs, rhs, **params), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gemm.dot_general(lhs, rhs, **params), want,
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_weight_gradient_layout_copies_nothing():
+    x, g = rand(8, 16, 32), rand(8, 16, 24)
+    a, b, shape, _ = _as_matmul(x, g, (((0, 1), (0, 1)), ((), ())), None)
+    assert np.shares_memory(a, x) and np.shares_memory(b, g) and shape == (32, 24)
+    w = rand(32, 24)
+    a, b, _, _ = _as_matmul(g, w, (((2,), (1,)), ((), ())), None)      # g @ W^T
+    assert np.shares_memory(a, g) and np.shares_memory(b, w)
