@@ -54,3 +54,16 @@ def table(rows, title: str, ratios: tuple = ("ratio",)) -> str:
         cells = "".join(f" {'':>{width}s}" if r is None else f" {r:{width}.2f}" for r in rs)
         lines.append(f"{case:34s} {impl:22s} {t:>12s}{cells}".rstrip())
     return "\n".join(lines)
+
+
+def wait_compiled(jitted, *args) -> float:
+    """Seconds until a background compile of `jitted` at `args` is done (fnad's numba
+    backend runs a new program interpreted meanwhile; 0 for anything else)."""
+    lower = getattr(jitted, "lower", None)
+    if lower is None or not hasattr(jitted, "_fast"):          # not an fnad.jit function
+        return 0.0
+    t0 = time.perf_counter()
+    wait = getattr(lower(*args).compile(), "wait", None)
+    if wait is not None:
+        wait()
+    return time.perf_counter() - t0

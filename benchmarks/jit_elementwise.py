@@ -28,6 +28,10 @@ import numpy as np
 import fnad
 import fnad.numpy as fnp
 
+from fnad.config import config
+
+config.update("jax_background_compile", False)   # steady state: compile before timing
+
 
 def median_us(fns: dict, repeat: int = 200) -> dict:
     """{name: median us per call}, the functions' calls interleaved."""

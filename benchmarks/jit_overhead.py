@@ -12,6 +12,10 @@ from _common import header, median_s, optional, table
 import fnad
 import fnad.numpy as fnp
 
+from fnad.config import config
+
+config.update("jax_background_compile", False)   # steady state: compile before timing
+
 
 def main() -> None:
     x_np = np.linspace(0, 1, 8, dtype=np.float32)

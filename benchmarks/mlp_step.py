@@ -14,6 +14,10 @@ from _common import header, median_s, optional, table
 import fnad
 import fnad.numpy as fnp
 
+from fnad.config import config
+
+config.update("jax_background_compile", False)   # steady state: compile before timing
+
 
 def make_step(lib, jnp, nn):
     def loss(params, x, y):

@@ -28,7 +28,8 @@ from fnad.backends.numba_cpu.runtime import NUM_THREADS, thread_pool
 from fnad.backends.numpy_ref.linalg import _as_matmul
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
-MIN_ROWS = 32                    # a chunk of rows is at least this tall
+MIN_ROWS = 32                    # a chunk of rows (columns) is at least this tall (wide)
+CHUNKS_PER_THREAD = 2            # more balance a late thread, fewer pack the other operand less
 
 
 def _openblas():
@@ -91,22 +92,27 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             finally:
                 set_fn(before)
     out = np.empty(batch + (m, n), np.result_type(a, b))
-    if batch:                     # chunks of the flattened batch, else blocks of rows
+    pieces = CHUNKS_PER_THREAD * NUM_THREADS
+    if batch:                     # chunks of the flattened batch
         nb = math.prod(batch)
         a3, b3, o3 = a.reshape(nb, m, k), b.reshape(nb, k, n), out.reshape(nb, m, n)
-        size = max(1, nb // (4 * NUM_THREADS))
-        parts = [(slice(i, i + size),) for i in range(0, nb, size)]
-    else:
+        size = max(1, -(-nb // pieces))
+        parts = [((slice(i, i + size),), (slice(i, i + size),)) for i in range(0, nb, size)]
+    elif m >= n:                  # blocks of rows: each packs all of b again
         a3, b3, o3 = a, b, out
-        size = max(MIN_ROWS, -(-m // (4 * NUM_THREADS)))
-        parts = [(slice(i, i + size),) for i in range(0, m, size)]
+        size = max(MIN_ROWS, -(-m // pieces))
+        parts = [((slice(i, i + size),), (slice(None),)) for i in range(0, m, size)]
+    else:                         # blocks of columns: each packs all of a again
+        a3, b3, o3 = a, b, out
+        size = max(MIN_ROWS, -(-n // pieces))
+        parts = [((slice(None),), (slice(None), slice(i, i + size))) for i in range(0, n, size)]
     claim = itertools.count().__next__                     # atomic under the GIL
 
     def work_on_chunks():
         while (c := claim()) < len(parts):
-            s = parts[c]
-            rhs = b3[s] if batch else b3
-            np.matmul(a3[s], rhs, out=o3[s])
+            sa, sb = parts[c]
+            so = sa if batch else (sa[0], sb[-1])
+            np.matmul(a3[sa], b3[sb], out=o3[so])
 
     with _lock:
         before = get_fn()

@@ -1,0 +1,88 @@
+"""The GPT step's first call in fresh processes (benchmarks/gpt_step.py's model and step):
+
+    cold     an empty numba disk cache (FNAD_CACHE_DIR a new temp dir): fnad with its
+             background compile (the first call runs interpreted; `ready` is when the
+             compiled program is in use) and with it off (compile, then run), and jax.jit
+             (no persistent cache), each in its own process;
+    cached   a second fresh process on the now-warm disk cache (target: <= 0.5 s).
+
+Each process imports the libraries before the clock starts and times from the jit call
+to the first result. Run:
+
+    python benchmarks/gpt_cold.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from _common import header, optional, table
+
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {bench!r})
+import numpy as np
+import gpt_step as g
+lib_name = {lib!r}
+if lib_name == "jax":
+    import jax as lib, jax.numpy as jnp
+    nn, jit = lib.nn, lib.jit
+else:
+    import fnad as lib, fnad.numpy as jnp
+    nn, jit = lib.nn, lib.jit
+    import numba  # noqa: F401  (imported by the backend on first use; outside the clock)
+rng = np.random.default_rng(0)
+params = g.init_params(rng)
+tokens = rng.integers(0, g.VOCAB, (g.BATCH, g.SEQ + 1)).astype(np.int32)
+params = lib.tree_util.tree_map(jnp.asarray, params)
+opt = {{"m": lib.tree_util.tree_map(jnp.zeros_like, params),
+       "v": lib.tree_util.tree_map(jnp.zeros_like, params), "t": jnp.asarray(0, jnp.int32)}}
+tokens = jnp.asarray(tokens)
+step = jit(g.make_step(lib, jnp, nn))
+t0 = time.perf_counter()
+out = step(params, opt, tokens)
+lib.block_until_ready(out)
+first = time.perf_counter() - t0
+from _common import wait_compiled
+ready = first + wait_compiled(step, params, opt, tokens)
+print(json.dumps({{"first": first, "ready": ready}}))
+"""
+
+
+def child(lib: str, cache: str, background: bool) -> dict:
+    here = str(pathlib.Path(__file__).resolve().parent)
+    env = dict(os.environ, FNAD_CACHE_DIR=cache,
+               FNAD_BACKGROUND_COMPILE="1" if background else "0")
+    out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib)],
+                         env=env, capture_output=True, text=True, check=True, cwd=here)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    rows = []
+    jax = optional("jax")
+    t_jax = None
+    if jax is not None:
+        t_jax = child("jax", tempfile.mkdtemp(), False)["first"]
+        rows.append(("cold: first call", "jax.jit", t_jax, None))
+    for background in (True, False):
+        cache = tempfile.mkdtemp(prefix="fnad-cold-")
+        r = child("fnad", cache, background)
+        how = "background compile" if background else "foreground compile"
+        rows.append(("cold: first call", f"fnad ({how})", r["first"],
+                     None if t_jax is None else r["first"] / t_jax))
+        rows.append(("cold: compiled code in use", f"fnad ({how})", r["ready"],
+                     None if t_jax is None else r["ready"] / t_jax))
+        if not background:
+            w = child("fnad", cache, background)
+            rows.append(("disk cache: first call", "fnad (fresh process)", w["first"], None))
+    print(header())
+    print(table(rows, "GPT step, first call in a fresh process (ratio = fnad / jax cold)"))
+
+
+if __name__ == "__main__":
+    main()
