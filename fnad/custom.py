@@ -129,6 +129,14 @@ def _match(x, expect: ShapedArray, what: Callable[[ShapedArray], str]):
     raise TypeError(what(aval))
 
 
+def _check_pair(pair, rule: str, what: str) -> None:
+    """A rule's result must be a tuple/list of two: `what` names them for the error."""
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+        length = f" of length {len(pair)}" if isinstance(pair, (tuple, list)) else ""
+        raise TypeError(f"{rule} must return a pair {what}, but it returned "
+                        f"{type(pair).__name__}{length}")
+
+
 def _check_primal_out(out, fun_tree, fun_avals, rule: str, fun_name: str, kind: str) -> list:
     """The flat primal outputs of a rule, checked against the function's outputs."""
     flat, tree = tree_util.tree_flatten(out)
@@ -237,12 +245,8 @@ class custom_jvp:
             py_p = tree_util.tree_unflatten(in_tree, primals)
             py_t = tree_util.tree_unflatten(in_tree, tangents)
             pair = user_jvp(*static, py_p, py_t)
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise TypeError(f"custom_jvp rule {rule_name} for {name} must return a pair "
-                                f"(primal_out, tangent_out), but it returned "
-                                f"{type(pair).__name__}"
-                                + (f" of length {len(pair)}" if isinstance(pair, (tuple, list))
-                                   else ""))
+            _check_pair(pair, f"custom_jvp rule {rule_name} for {name}",
+                        "(primal_out, tangent_out)")
             p_out = _check_primal_out(pair[0], out_tree, out_avals, rule_name, name,
                                       "custom_jvp rule")
             t_flat, t_tree = tree_util.tree_flatten(pair[1])
@@ -351,12 +355,8 @@ class custom_vjp:
         def fwd_flat(primals):
             full = _with_static(pos, static, tree_util.tree_unflatten(in_tree, primals))
             pair = user_fwd(*full)
-            if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
-                raise TypeError(f"custom_vjp fwd rule {fwd_name} for {name} must return a "
-                                f"pair (primal_out, residuals), but it returned "
-                                f"{type(pair).__name__}"
-                                + (f" of length {len(pair)}" if isinstance(pair, (tuple, list))
-                                   else ""))
+            _check_pair(pair, f"custom_vjp fwd rule {fwd_name} for {name}",
+                        "(primal_out, residuals)")
             outs = _check_primal_out(pair[0], out_tree, out_avals, fwd_name, name,
                                      "custom_vjp fwd rule")
             res, res_tree = tree_util.tree_flatten(pair[1])

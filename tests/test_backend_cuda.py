@@ -39,7 +39,7 @@ from fnad.primitives import logic as lg  # noqa: E402
 from fnad.primitives import reductions as red  # noqa: E402
 from fnad.primitives import shape_ops as so  # noqa: E402
 from fnad.primitives import sorting as srt  # noqa: E402
-from test_primitives import SPECS, _draw, _split  # noqa: E402
+from test_primitives import _draw, _split, one_spec_per_primitive  # noqa: E402
 
 SIMULATOR = bool(numba.config.ENABLE_CUDASIM)
 
@@ -382,16 +382,7 @@ def test_unsupported_primitives_go_through_the_host(host_trips):
     assert isinstance(b._value, np.ndarray) and (b + b).backend == "cuda"
 
 
-def _one_spec_per_primitive():
-    seen, out = set(), []
-    for s in SPECS:
-        if s.prim not in seen:
-            seen.add(s.prim)
-            out.append(s)
-    return out
-
-
-PRIM_SPECS = _one_spec_per_primitive()
+PRIM_SPECS = one_spec_per_primitive()
 
 
 @on_cuda

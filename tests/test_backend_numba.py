@@ -348,13 +348,8 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
 
 # ---- every primitive spec through jit --------------------------------------------------------
 def _one_spec_per_primitive():
-    from test_primitives import SPECS
-    seen, out = set(), []
-    for s in SPECS:
-        if s.prim not in seen:
-            seen.add(s.prim)
-            out.append(s)
-    return out
+    from test_primitives import one_spec_per_primitive
+    return one_spec_per_primitive()
 
 
 SPECS = _one_spec_per_primitive()

@@ -33,7 +33,7 @@ import zlib
 
 import numpy as np
 import pytest
-from test_primitives import SPECS, _draw, _split
+from test_primitives import _draw, _split, one_spec_per_primitive
 from user_functions import CASES
 
 import fnad
@@ -99,16 +99,7 @@ def assert_same(got, want, *, exact: bool, rtol=1e-6, atol=1e-6, scaled=False, w
 
 
 # ---- one spec per primitive ------------------------------------------------------------------
-def _one_spec_per_primitive():
-    seen, out = set(), []
-    for s in SPECS:
-        if s.prim not in seen:
-            seen.add(s.prim)
-            out.append(s)
-    return out
-
-
-PRIM_SPECS = _one_spec_per_primitive()
+PRIM_SPECS = one_spec_per_primitive()
 
 
 @pytest.mark.parametrize("spec", PRIM_SPECS, ids=[s.prim.name for s in PRIM_SPECS])

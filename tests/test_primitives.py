@@ -32,6 +32,18 @@ def _load_specs():
 
 
 SPECS = _load_specs()
+
+
+def one_spec_per_primitive() -> list:
+    """The first spec of each primitive (the backends' coverage tests run these)."""
+    seen, out = set(), []
+    for s in SPECS:
+        if s.prim not in seen:
+            seen.add(s.prim)
+            out.append(s)
+    return out
+
+
 _seen: dict[str, int] = {}
 IDS = []
 for _s in SPECS:

@@ -36,8 +36,8 @@ import numpy as np
 from fnad.backends.cuda import runtime as rt
 from fnad.backends.cuda.scalar_ops import emit_rules
 from fnad.backends.numba_cpu import plan as pl
-from fnad.backends.numba_cpu.kernels import _Emitter, _Layout
-from fnad.backends.numba_cpu.scalar_ops import combine, const, np_name, red_identity
+from fnad.backends.numba_cpu.kernels import Stages, _Emitter, _Layout, emit_body
+from fnad.backends.numba_cpu.scalar_ops import const, np_name
 
 
 class GroupKernel:
@@ -76,37 +76,8 @@ def group_kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     outs = {v: k for k, v in enumerate(g.outputs)}
     dmaps = [dm for _, dm in g.inputs] + [g.dmaps[v] for e in members for v in e.outvars]
     L = _Layout(g.domain, g.inner, dmaps)
-    inner_set = set(L.inner)
-
-    # -- levels: when each member value is available (stage of inner values), as on the CPU --
-    level: dict = {}
-    stage_of: dict = {}                     # reduce eqn index -> stage
-    is_inner: dict = {}
-    for i, e in zip(g.members, members):
-        v = e.outvars[0]
-        is_inner[v] = bool(L.mask(g.dmaps[v]) & inner_set)
-        lv = 0
-        for r in g.operands[i]:
-            if r[0] == "m":
-                lv = max(lv, level[r[1]])
-        if e.primitive in pl.REDUCTIONS and i not in g.unit_reductions:
-            stage_of[i] = lv
-            level[v] = lv + 1
-        else:
-            level[v] = lv
-    inner_levels = [level[v] for v in level if is_inner[v]] + list(stage_of.values())
-    nstages = (max(inner_levels) + 1) if L.inner and inner_levels else 0
-
-    crossing: set = set()                   # inner values read in a later stage than their own
-    for i, e in zip(g.members, members):
-        t = stage_of.get(i, level[e.outvars[0]])
-        if not (is_inner[e.outvars[0]] or i in stage_of):
-            continue
-        for r in g.operands[i]:
-            if r[0] == "m" and is_inner[r[1]] and level[r[1]] < t:
-                crossing.add(r[1])
-    buffers = {v: f"b{k}" for k, v in enumerate(u for u in level if u in crossing
-                                                 and u not in outs)}
+    st = Stages(g, members, L, outs)             # the same stages as on the CPU
+    buffers = st.buffers
 
     # -- prologue: the thread's outer index --
     args = ["nt"] + [f"n{m}" for m in range(len(L.runs))]
@@ -131,74 +102,8 @@ def group_kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     inner_n = " * ".join(f"n{m}" for m in L.inner) or "1"
     buf_index = f"tid * ({inner_n}) + {L.inner_index()}"
 
-    names = {v: E.fresh("v") for v in level}          # member var -> its scalar name
-    outer_loads: dict = {}
-
-    def operand(r, stage_cache):
-        if r[0] == "lit":
-            return const(r[1].val, r[1].aval.dtype)
-        if r[0] == "in":
-            k = in_name[(r[1], r[2])]
-            if not in_mask[k]:
-                return f"x{k}"
-            cache = stage_cache if in_mask[k] & inner_set else outer_loads
-            if ("in", k) not in cache:
-                cache[("in", k)] = E.tmp(f"a{k}[{L.index(r[2])}]")
-            return cache[("in", k)]
-        v = r[1]
-        if stage_cache is not None and is_inner[v] and v in crossing \
-                and stage_cache["stage"] > level[v]:
-            if ("m", v) not in stage_cache:
-                src = (f"p{outs[v]}[{L.index(g.dmaps[v])}]" if v in outs
-                       else f"{buffers[v]}[{buf_index}]")
-                stage_cache[("m", v)] = E.tmp(src)
-            return stage_cache[("m", v)]
-        return names[v]
-
-    def store(v):
-        if v in outs:
-            E.line(f"p{outs[v]}[{L.index(g.dmaps[v])}] = {names[v]}")
-        if v in buffers:
-            E.line(f"{buffers[v]}[{buf_index}] = {names[v]}")
-
-    def compute(i, e, stage_cache):
-        xs = [operand(r, stage_cache) for r in g.operands[i]]
-        expr = xs[0] if i in g.unit_reductions else emit_rules[e.primitive].emit(E, xs, e)
-        v = e.outvars[0]
-        E.line(f"{names[v]} = {expr}")
-        store(v)
-
-    def outer_values(lv):
-        for i, e in zip(g.members, members):
-            v = e.outvars[0]
-            if i not in stage_of and not is_inner[v] and level[v] == lv:
-                compute(i, e, None)
-
-    outer_values(0)
-    for t in range(nstages):
-        accs = {}
-        for i, e in zip(g.members, members):
-            if stage_of.get(i) == t:
-                dt = e.outvars[0].aval.dtype
-                accs[i] = acc = E.fresh("r")
-                E.line(f"{acc} = {const(red_identity(e.primitive, dt), dt)}")
-        body_start = E.depth
-        for m in L.inner:
-            E.line(f"for i{m} in range(n{m}):")
-            E.depth += 1
-        cache = {"stage": t}
-        for i, e in zip(g.members, members):
-            v = e.outvars[0]
-            if stage_of.get(i) == t:
-                combine(E, e.primitive, accs[i], operand(g.operands[i][0], cache), v.aval.dtype)
-            elif i not in stage_of and is_inner[v] and level[v] == t:
-                compute(i, e, cache)
-        E.depth = body_start
-        for i, e in zip(g.members, members):
-            if stage_of.get(i) == t:
-                E.line(f"{names[e.outvars[0]]} = {accs[i]}")
-                store(e.outvars[0])
-        outer_values(t + 1)
+    emit_body(E, g, members, L, st, outs, in_name, in_mask, emit_rules,
+              array=lambda k: f"a{k}", buf_index=buf_index)
 
     src = "\n".join([f"def {name}({', '.join(args)}):"] + E.lines) + "\n"
     if E.imports:                                      # a CPU-only rule slipped through

@@ -24,7 +24,7 @@ from fnad import core
 from fnad.backends.cuda import kernels as kn
 from fnad.backends.cuda import runtime as rt
 from fnad.backends.cuda.scalar_ops import fusable
-from fnad.backends.numba_cpu.codegen import flatten
+from fnad.backends.numba_cpu.codegen import eager_call, flatten
 from fnad.backends.numba_cpu.plan import plan
 from fnad.config import config
 from fnad.core import Array
@@ -127,7 +127,7 @@ def _eqn_step(eqn, ins: list, outs: list, backend):
         fn = functools.partial(impl, **eqn.params) if eqn.params else impl
         multi = prim.multiple_results
     elif prim in core.eager_rules:
-        fn, multi = _eager_call(eqn, backend), True
+        fn, multi = eager_call(eqn, backend, _buffer_of), True
     else:
         raise core.no_impl_error(prim, backend.name)
     if multi:
@@ -140,21 +140,6 @@ def _eqn_step(eqn, ins: list, outs: list, backend):
         def step(env):
             env[o] = fn(*[env[i] for i in ins])
     return step
-
-
-def _eager_call(eqn, backend):
-    """A higher-order primitive's eager rule on Arrays of this backend (its body's
-    primitives then run here, eagerly)."""
-    rule, params = core.eager_rules[eqn.primitive], eqn.params
-    avals = [x.aval for x in eqn.invars]
-    where = eqn.source_info
-
-    def call(*bufs):
-        with core.eqn_source(where):
-            res = rule(*[Array(b, a, backend) for b, a in zip(bufs, avals)], **params)
-        res = res if eqn.primitive.multiple_results else [res]
-        return [_buffer_of(r, backend) for r in res]
-    return call
 
 
 def _buffer_of(r, backend):

@@ -467,7 +467,7 @@ class _Driver:
         elif prim is while_p:
             self.while_(eqn, ins)
         elif prim in core.eager_rules:
-            self.call(self.m.const(_eager_call(eqn, self.m.backend)), ins, eqn, multi=True)
+            self.call(self.m.const(eager_call(eqn, self.m.backend)), ins, eqn, multi=True)
         else:
             raise core.no_impl_error(prim, self.m.backend.name)
 
@@ -556,8 +556,14 @@ def _np_dtype(dtype) -> str:
     return text
 
 
-def _eager_call(eqn, backend):
-    """A driver callable running a higher-order primitive's eager rule on NumPy buffers."""
+def _numpy_buffer(r, backend):
+    return r._value if type(r) is Array else np.asarray(r)
+
+
+def eager_call(eqn, backend, buffer_of=_numpy_buffer):
+    """A driver callable running a higher-order primitive's eager rule on buffers of
+    `backend` (wrapped as its Arrays); `buffer_of(result, backend)` makes each result a
+    buffer again (here NumPy's; the cuda backend passes its own)."""
     rule, params = core.eager_rules[eqn.primitive], eqn.params
     avals = [x.aval for x in eqn.invars]
     where = eqn.source_info
@@ -566,7 +572,7 @@ def _eager_call(eqn, backend):
         with core.eqn_source(where):
             res = rule(*[Array(b, a, backend) for b, a in zip(bufs, avals)], **params)
         res = res if eqn.primitive.multiple_results else [res]
-        return [r._value if type(r) is Array else np.asarray(r) for r in res]
+        return [buffer_of(r, backend) for r in res]
     return call
 
 

@@ -189,6 +189,133 @@ def kernel_key(g: pl.Group, eqns: list):
             tuple([place[v] for v in g.outputs]))
 
 
+class Stages:
+    """When each member value of a fusion group is available, for the loop body.
+
+    level[v]: the stage after which v exists (a reduction's result is one stage later than
+    its operand); stage_of[i]: the stage whose inner loop accumulates reduction member i;
+    is_inner[v]: whether v varies along the inner (reduced) dims; nstages: the number of
+    inner loops; buffers: inner values read in a later stage than their own and not
+    outputs, each kept in a buffer named b<k> (an output is read back from itself)."""
+
+    def __init__(self, g: pl.Group, members: list, L: _Layout, outs: dict):
+        inner_set = set(L.inner)
+        self.level, self.stage_of, self.is_inner = level, stage_of, is_inner = {}, {}, {}
+        for i, e in zip(g.members, members):
+            v = e.outvars[0]
+            is_inner[v] = bool(L.mask(g.dmaps[v]) & inner_set)
+            lv = 0
+            for r in g.operands[i]:
+                if r[0] == "m":
+                    lv = max(lv, level[r[1]])
+            if e.primitive in pl.REDUCTIONS and i not in g.unit_reductions:
+                stage_of[i] = lv
+                level[v] = lv + 1
+            else:
+                level[v] = lv
+        inner_levels = [level[v] for v in level if is_inner[v]] + list(stage_of.values())
+        self.nstages = (max(inner_levels) + 1) if L.inner and inner_levels else 0
+        crossing: set = set()
+        for i, e in zip(g.members, members):
+            t = stage_of.get(i, level[e.outvars[0]])
+            if not (is_inner[e.outvars[0]] or i in stage_of):
+                continue
+            for r in g.operands[i]:
+                if r[0] == "m" and is_inner[r[1]] and level[r[1]] < t:
+                    crossing.add(r[1])
+        self.crossing = crossing
+        self.buffers = {v: f"b{k}" for k, v in enumerate(u for u in level if u in crossing
+                                                         and u not in outs)}
+
+
+def emit_body(E, g: pl.Group, members: list, L: _Layout, st: Stages, outs: dict,
+              in_name: dict, in_mask: dict, rules: dict, array, buf_index: str) -> None:
+    """The group's computation at one point of the outer loops (shared by the numba and
+    cuda kernels): outer values, then per stage an inner loop that accumulates the
+    stage's reductions and computes its inner values, then the values that depend on them.
+
+    in_name[(var, dmap)] -> input number k; in_mask[k]: its loop mask (empty: a scalar
+    already read into x<k>); `array(k)`: the name of input k's flat array; `buf_index`:
+    where the current inner point's value sits in a stage buffer; `rules`: the scalar
+    emitters (scalar_ops.emit_rules, or the cuda backend's)."""
+    inner_set = set(L.inner)
+    level, stage_of, is_inner = st.level, st.stage_of, st.is_inner
+    crossing, buffers = st.crossing, st.buffers
+    names = {v: E.fresh("v") for v in level}          # member var -> its scalar name
+    outer_loads: dict = {}
+
+    def operand(r, stage_cache):
+        if r[0] == "lit":
+            return const(r[1].val, r[1].aval.dtype)
+        if r[0] == "in":
+            k = in_name[(r[1], r[2])]
+            if not in_mask[k]:
+                return f"x{k}"
+            cache = stage_cache if in_mask[k] & inner_set else outer_loads
+            if ("in", k) not in cache:
+                cache[("in", k)] = E.tmp(f"{array(k)}[{L.index(r[2])}]")
+            return cache[("in", k)]
+        v = r[1]
+        if stage_cache is not None and is_inner[v] and v in crossing \
+                and stage_cache["stage"] > level[v]:
+            if ("m", v) not in stage_cache:
+                src = (f"p{outs[v]}[{L.index(g.dmaps[v])}]" if v in outs
+                       else f"{buffers[v]}[{buf_index}]")
+                stage_cache[("m", v)] = E.tmp(src)
+            return stage_cache[("m", v)]
+        return names[v]
+
+    def store(v):
+        if v in outs:
+            E.line(f"p{outs[v]}[{L.index(g.dmaps[v])}] = {names[v]}")
+        if v in buffers:
+            E.line(f"{buffers[v]}[{buf_index}] = {names[v]}")
+
+    def compute(i, e, stage_cache):
+        xs = [operand(r, stage_cache) for r in g.operands[i]]
+        if i in g.unit_reductions:
+            expr = xs[0]                                # over size-1 dims: a copy
+        else:
+            expr = rules[e.primitive].emit(E, xs, e)
+        v = e.outvars[0]
+        E.line(f"{names[v]} = {expr}")
+        store(v)
+
+    def outer_values(lv):
+        for i, e in zip(g.members, members):
+            v = e.outvars[0]
+            if i not in stage_of and not is_inner[v] and level[v] == lv:
+                compute(i, e, None)
+
+    outer_values(0)
+    for t in range(st.nstages):
+        accs = {}
+        for i, e in zip(g.members, members):
+            if stage_of.get(i) == t:
+                dt = e.outvars[0].aval.dtype
+                accs[i] = acc = E.fresh("r")
+                E.line(f"{acc} = {const(red_identity(e.primitive, dt), dt)}")
+        body_start = E.depth
+        for m in L.inner:
+            E.line(f"for i{m} in range(n{m}):")
+            E.depth += 1
+        cache = {"stage": t}
+        for i, e in zip(g.members, members):
+            v = e.outvars[0]
+            if stage_of.get(i) == t:
+                x = operand(g.operands[i][0], cache)
+                combine(E, e.primitive, accs[i], x, v.aval.dtype)
+            elif i not in stage_of and is_inner[v] and level[v] == t:
+                compute(i, e, cache)
+        E.depth = body_start
+        for i, e in zip(g.members, members):
+            if stage_of.get(i) == t:
+                v = e.outvars[0]
+                E.line(f"{names[v]} = {accs[i]}")
+                store(v)
+        outer_values(t + 1)
+
+
 def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     """(source of the njit function `name`, mathfns names, runtime names, sizes, threaded).
 
@@ -203,38 +330,8 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     outs = {v: k for k, v in enumerate(g.outputs)}
     dmaps = [dm for _, dm in g.inputs] + [g.dmaps[v] for e in members for v in e.outvars]
     L = _Layout(g.domain, g.inner, dmaps)
-    inner_set = set(L.inner)
-
-    # -- levels: when each member value is available (stage of inner values) --
-    level: dict = {}
-    stage_of: dict = {}                     # reduce eqn index -> stage
-    is_inner: dict = {}
-    for i, e in zip(g.members, members):
-        v = e.outvars[0]
-        is_inner[v] = bool(L.mask(g.dmaps[v]) & inner_set)
-        lv = 0
-        for r in g.operands[i]:
-            if r[0] == "m":
-                lv = max(lv, level[r[1]])
-        if e.primitive in pl.REDUCTIONS and i not in g.unit_reductions:
-            stage_of[i] = lv
-            level[v] = lv + 1
-        else:
-            level[v] = lv
-    inner_levels = [level[v] for v in level if is_inner[v]] + list(stage_of.values())
-    nstages = (max(inner_levels) + 1) if L.inner and inner_levels else 0
-
-    # inner values read in a later stage than their own: kept in a buffer (or the output)
-    crossing: set = set()
-    for i, e in zip(g.members, members):
-        t = stage_of.get(i, level[e.outvars[0]])
-        if not (is_inner[e.outvars[0]] or i in stage_of):
-            continue
-        for r in g.operands[i]:
-            if r[0] == "m" and is_inner[r[1]] and level[r[1]] < t:
-                crossing.add(r[1])
-    buffers = {v: f"b{k}" for k, v in enumerate(u for u in level if u in crossing
-                                                 and u not in outs)}
+    st = Stages(g, members, L, outs)
+    buffers = st.buffers
 
     total = math.prod(L.sizes)
     threaded = bool(L.outer) and total >= THREADED_MIN and L.sizes[L.outer[0]] >= 2
@@ -295,83 +392,8 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
         E.line(f"for i{m} in range(n{m}):")
         E.depth += 1
 
-    names: dict = {}                        # member var -> its scalar name
-    for v in level:
-        names[v] = E.fresh("v")
-    outer_loads: dict = {}
-
-    def operand(r, stage_cache):
-        if r[0] == "lit":
-            return const(r[1].val, r[1].aval.dtype)
-        if r[0] == "in":
-            k = in_name[(r[1], r[2])]
-            if not in_mask[k]:
-                return f"x{k}"
-            cache = stage_cache if in_mask[k] & inner_set else outer_loads
-            if ("in", k) not in cache:
-                cache[("in", k)] = E.tmp(f"x{k}[{L.index(r[2])}]")
-            return cache[("in", k)]
-        v = r[1]
-        if stage_cache is not None and is_inner[v] and v in crossing \
-                and stage_cache["stage"] > level[v]:
-            if ("m", v) not in stage_cache:
-                src = (f"p{outs[v]}[{L.index(g.dmaps[v])}]" if v in outs
-                       else f"{buffers[v]}[{L.inner_index()}]")
-                stage_cache[("m", v)] = E.tmp(src)
-            return stage_cache[("m", v)]
-        return names[v]
-
-    def store(v):
-        if v in outs:
-            E.line(f"p{outs[v]}[{L.index(g.dmaps[v])}] = {names[v]}")
-        if v in buffers:
-            E.line(f"{buffers[v]}[{L.inner_index()}] = {names[v]}")
-
-    def compute(i, e, stage_cache):
-        xs = [operand(r, stage_cache) for r in g.operands[i]]
-        if i in g.unit_reductions:
-            expr = xs[0]                                # over size-1 dims: a copy
-        else:
-            expr = emit_rules[e.primitive].emit(E, xs, e)
-        v = e.outvars[0]
-        E.line(f"{names[v]} = {expr}")
-        store(v)
-
-    def outer_values(lv):
-        for i, e in zip(g.members, members):
-            v = e.outvars[0]
-            if i not in stage_of and not is_inner[v] and level[v] == lv:
-                compute(i, e, None)
-
-    outer_values(0)
-    for t in range(nstages):
-        accs = {}
-        for i, e in zip(g.members, members):
-            if stage_of.get(i) == t:
-                dt = e.outvars[0].aval.dtype
-                acc = E.fresh("r")
-                accs[i] = acc
-                E.line(f"{acc} = {const(red_identity(e.primitive, dt), dt)}")
-        body_start = E.depth
-        for m in L.inner:
-            E.line(f"for i{m} in range(n{m}):")
-            E.depth += 1
-        cache = {"stage": t}
-        for i, e in zip(g.members, members):
-            v = e.outvars[0]
-            if i in stage_of and stage_of[i] == t:
-                x = operand(g.operands[i][0], cache)
-                combine(E, e.primitive, accs[i], x, v.aval.dtype)
-            elif i not in stage_of and is_inner[v] and level[v] == t:
-                compute(i, e, cache)
-        E.depth = body_start
-        for i, e in zip(g.members, members):
-            if stage_of.get(i) == t:
-                v = e.outvars[0]
-                dt = v.aval.dtype
-                E.line(f"{names[v]} = {accs[i]}")
-                store(v)
-        outer_values(t + 1)
+    emit_body(E, g, members, L, st, outs, in_name, in_mask, emit_rules,
+              array=lambda k: f"x{k}", buf_index=L.inner_index())
 
     E.depth = 1
     if threaded:
