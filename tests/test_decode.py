@@ -110,3 +110,7 @@ def test_decode_errors_say_what_is_wrong(model):
     raises_with(lambda: decode.generate(params, np.zeros((1, 3), np.int32), cfg,
                                         max_new_tokens=2, method="top_k", top_k=2),
                 "needs key", exc=ValueError)
+    cache = transformer.init_cache(cfg, 1, 4)
+    raises_with(lambda: transformer.forward_cached(params, np.zeros((1, 2), np.int32), cache, 3,
+                                                   cfg),
+                "positions 3..4 do not fit in a cache of length 4", exc=ValueError)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 import fnad.numpy as jnp
 from fnad import random, tree_util
 from fnad.models.attention import attention, attention_init
@@ -279,6 +281,11 @@ def forward_cached(params: dict, tokens, cache: list, index, cfg: LMConfig):
     if len(cache) != len(params["blocks"]):
         raise ValueError(f"forward_cached: the cache has {len(cache)} layers, the model "
                          f"{len(params['blocks'])}")
+    T_max = cache[0]["k"].shape[2] if cache else T
+    if isinstance(index, (int, np.integer)) and not 0 <= index <= T_max - T:
+        raise ValueError(f"forward_cached: tokens at positions {index}..{index + T - 1} do not "
+                         f"fit in a cache of length {T_max} (dynamic_update_slice would clamp "
+                         f"the write to another position)")
     positions = jnp.asarray(index).astype(jnp.int32) + jnp.arange(T, dtype=jnp.int32)  # [T]
     logits, _, new_cache = _decoder(params, tokens, cfg, positions, rate=0.0, key=None,
                                     padding_mask=None, caches=cache, index=index, train=False)
