@@ -215,7 +215,7 @@ def train(args) -> TrainState:
         state.history.append((step, loss))
         now = time.perf_counter()
         dt = now - t_last if dt is None else 0.9 * dt + 0.1 * (now - t_last)  # smoothed
-        bar.set_postfix(loss=f"{loss:.4f}", tok_s=f"{inputs.size / max(dt, 1e-9):,.0f}",
+        bar.set_postfix(loss=f"{loss:.4g}", tok_s=f"{inputs.size / max(dt, 1e-9):,.0f}",
                         refresh=False)
         t_last = now
         last = state.step == args.steps
@@ -223,7 +223,7 @@ def train(args) -> TrainState:
             ce, acc = evaluate(eval_fn, state.params, task, args.seed, args.eval_examples,
                                args.batch)
             state.evals.append((state.step, ce, acc))
-            bar.write(f"step {state.step:5d}  train loss {loss:.4f}  held-out loss {ce:.4f}"
+            bar.write(f"step {state.step:5d}  train loss {loss:.4g}  held-out loss {ce:.4g}"
                       + (f"  exact match {acc:.3f}" if acc is not None else ""))
         if state.step % args.ckpt_every == 0 or last:
             _save(out / "checkpoint.npz", state, args, cfg)
@@ -235,7 +235,7 @@ def train(args) -> TrainState:
           f"{out / 'checkpoint.npz'}")
     if state.evals:
         s, ce, acc = state.evals[-1]
-        print(f"final held-out loss {ce:.4f}" + (f", exact match {acc:.3f}" if acc is not None
+        print(f"final held-out loss {ce:.4g}" + (f", exact match {acc:.3f}" if acc is not None
                                                  else ""))
     if args.samples:
         print("samples (KV-cache decoding):")
