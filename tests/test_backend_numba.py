@@ -279,6 +279,50 @@ def test_constants_and_literals_and_passthrough_outputs():
     check(f, x, np.int32(4))
 
 
+def _inplace_lines(f, *args):
+    return [ln for ln in numba_jit(f).lower(*args).source.splitlines() if "in place" in ln]
+
+
+def test_a_chain_of_dynamic_update_slices_copies_once_and_never_touches_inputs():
+    """A KV cache updated by every layer: the first update copies the input, the rest
+    write into that copy; results equal eager execution; the caller's array is unchanged."""
+    cache = RNG.standard_normal((3, 6, 4)).astype(np.float32)
+    u = RNG.standard_normal((1, 2, 4)).astype(np.float32)
+
+    def layers(c, u, i):
+        for layer in range(3):
+            c = lax.dynamic_update_slice(c, u * (layer + 1), (layer, i, 0))
+            u = u + jnp.sum(c[layer]) * 1e-3                  # reads the updated buffer
+        return c, u
+    before = cache.copy()
+    assert_same(numba_jit(layers)(cache, u, np.int32(2)), eager(layers, cache, u, np.int32(2)))
+    np.testing.assert_array_equal(cache, before)
+    assert len(_inplace_lines(layers, cache, u, np.int32(2))) == 2
+
+
+def test_dynamic_update_slice_copies_when_the_old_value_is_still_read():
+    c = RNG.standard_normal((4, 5)).astype(np.float32)
+    u = np.ones((1, 5), np.float32)
+
+    def view_read_later(c, u):
+        c1 = lax.dynamic_update_slice(c, u, (0, 0))
+        row = c1[1:3].T                                        # views of c1, read after c2
+        c2 = lax.dynamic_update_slice(c1, u * 2, (1, 0))
+        return c2, row * 3
+
+    def old_value_returned(c, u):
+        c1 = lax.dynamic_update_slice(c, u, (0, 0))
+        return c1, lax.dynamic_update_slice(c1, u * 2, (0, 0))
+
+    def in_a_loop_body(c, u):
+        return lax.fori_loop(0, 3, lambda i, c: lax.dynamic_update_slice(c, u * i, (i, 0)), c)
+    for f in (view_read_later, old_value_returned, in_a_loop_body):
+        before = c.copy()
+        assert_same(numba_jit(f)(c, u), eager(f, c, u))
+        np.testing.assert_array_equal(c, before)
+        assert _inplace_lines(f, c, u) == [], f.__name__
+
+
 def test_debug_callback_and_debug_nans_under_jit():
     seen = []
 

@@ -409,11 +409,13 @@ class _Driver:
         for v, c in self.const_pairs:
             self.names[v] = self.m.const(np.ascontiguousarray(np.asarray(c)))
             self.contiguous.add(v)
-        for kind, x in plan(self.eqns, self.outvars, fusable if self.m.fuse else _never):
+        steps = plan(self.eqns, self.outvars, fusable if self.m.fuse else _never)
+        self.inplace = self.inplace_updates(steps)
+        for kind, x in steps:
             if kind == "group":
                 self.group(x)
             else:
-                self.eqn(self.eqns[x])
+                self.eqn(self.eqns[x], x in self.inplace)
         outs = ", ".join(self.atom(v) for v in self.outvars)
         self.line(f"return [{outs}]")
         head = f"    def {self.name}({', '.join(args)}):"
@@ -451,13 +453,64 @@ class _Driver:
         outs = [self.define(v) for v in g.outputs]
         self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
 
+    # ---- buffers updated in place ----
+    def inplace_updates(self, steps) -> set:
+        """Indices of the dynamic_update_slice eqns that may write into their operand: one
+        whose buffer this function allocated with an earlier dynamic_update_slice (never an
+        input, a constant, or anything that may be a view of one) when nothing that may
+        alias that buffer is read later or returned. A chain of updates (a KV cache updated
+        by every layer) then copies once instead of once per update.
+
+        Aliasing is tracked conservatively: a kernel's outputs are new buffers; every other
+        equation's outputs may alias any of its inputs (reshape, slice, transpose... are
+        views)."""
+        from fnad.primitives.shape_ops import dynamic_update_slice_p
+        eqns, foreign = self.eqns, object()           # foreign: inputs, constants, literals
+        reads = [[v for v, _ in x.inputs] if kind == "group"
+                 else [a for a in eqns[x].invars if type(a) is Var] for kind, x in steps]
+        last = {v: pos for pos, vs in enumerate(reads) for v in vs}
+        last.update((v, len(steps)) for v in self.outvars if type(v) is Var)
+        roots: dict = {}                              # Var -> the buffers it may alias
+        members: dict = {}                            # buffer -> the Vars that may alias it
+        owned, inplace = set(), set()
+
+        def bind(v, rs):
+            roots[v] = rs
+            for r in rs:
+                members.setdefault(r, []).append(v)
+        for pos, (kind, x) in enumerate(steps):
+            if kind == "group":
+                for v in x.outputs:
+                    bind(v, (v,))
+                continue
+            e = eqns[x]
+            if e.primitive is dynamic_update_slice_p:
+                rs = roots.get(e.invars[0], (foreign,))
+                if (len(rs) == 1 and rs[0] in owned
+                        and all(last.get(m, -1) <= pos for m in members[rs[0]])):
+                    inplace.add(x)
+                    bind(e.outvars[0], rs)
+                else:
+                    owned.add(e.outvars[0])
+                    bind(e.outvars[0], (e.outvars[0],))
+                continue
+            rs = tuple({r for a in e.invars
+                        for r in (roots.get(a, (foreign,)) if type(a) is Var else ())})
+            for v in e.outvars:
+                bind(v, rs)
+        return inplace
+
     # ---- one equation in the driver ----
-    def eqn(self, eqn):
+    def eqn(self, eqn, inplace: bool = False):
         from fnad.primitives.control_flow import cond_p, scan_p, while_p
         prim = eqn.primitive
         ins = [self.atom(a) for a in eqn.invars]
         impl = self.m.backend.impl_rules.get(prim)
-        if impl is not None:
+        if inplace:
+            from fnad.backends.numpy_ref.shape_ops import dynamic_update_slice_into
+            self.call(self.m.const(dynamic_update_slice_into), ins, eqn)
+            self.lines[-1] += "  # dynamic_update_slice in place"
+        elif impl is not None:
             fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl)
             self.call(fn, ins, eqn)
         elif prim is cond_p:

@@ -65,6 +65,13 @@ def _dynamic_update_slice(x, update, *idx):
     return out
 
 
+def dynamic_update_slice_into(x, update, *idx):
+    """dynamic_update_slice writing into x's buffer: for a compiled program that owns x and
+    reads it no more (the numba driver decides; see codegen._Driver.inplace_updates)."""
+    x[_block(x.shape, idx, np.shape(update))] = update
+    return x
+
+
 def _iota(*, dtype, shape, dimension):
     n = shape[dimension]
     line = np.arange(n).astype(dtype).reshape([n if d == dimension else 1
