@@ -76,3 +76,14 @@ def test_loop_fallback_without_a_batching_rule_warns():
     with pytest.warns(UserWarning, match="'double_it' has no batching rule"):
         out = fnad.vmap(q.bind)(jnp.arange(3.0))
     assert out.tolist() == [0.0, 2.0, 4.0]
+
+
+def test_a_numpy_impl_registered_after_the_numba_backend_loaded_serves_numba_jit():
+    """The numba backend runs NumPy buffers: it falls back to the NumPy table, including
+    impls registered after it was first used."""
+    fnad.jit(lambda x: x + 1, backend="numba")(np.ones(3, np.float32))   # backend loaded
+    triple_p = Primitive("triple_late")
+    triple_p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype))
+    triple_p.def_impl(lambda x: 3 * x, backend="numpy")
+    out = fnad.jit(lambda x: triple_p.bind(x) + 1, backend="numba")(np.ones(3, np.float32))
+    np.testing.assert_array_equal(np.asarray(out), np.full(3, 4, np.float32))

@@ -1,18 +1,20 @@
 """The `numba` backend: the default for jit on a CPU.
 
 Buffers are NumPy arrays, so eager execution uses the NumPy reference
-implementations (a copy of their table: primitives registered for `numba` alone
-stay here), except dot_general, which splits large products into chunks run by the
+implementations (a ChainMap over their table: primitives registered for `numba` alone
+stay here, and one registered later for `numpy` alone is found too), except dot_general, which splits large products into chunks run by the
 backend's threads (gemm.py). `compile(closed)` turns a whole jaxpr into one generated Python
 module compiled with numba (codegen.py). Importing this package does not import
 numba; compiling does.
 """
 from __future__ import annotations
 
+import collections
+
 from fnad.backends import numpy_ref as _ref
 
 name = "numba"
-impl_rules: dict = dict(_ref.impl_rules)
+impl_rules = collections.ChainMap({}, _ref.impl_rules)
 device_put = _ref.device_put
 to_numpy = _ref.to_numpy
 block_until_ready = _ref.block_until_ready

@@ -1,6 +1,7 @@
 """Fusion planning for the numba backend: which equations of a flat program share a kernel.
 
-(fnad/passes/ has no fusion planner yet; this is the numba backend's own, greedy one.)
+(fnad/passes/fusion.py plans groups on a jaxpr for inspection and tests; this is the numba
+backend's own greedy planner, which also decides loop domains and kernel inputs.)
 
 A *group* is one loop nest over a `domain` shape S. Each value the group touches lives on a
 subset of the domain's dims, given by its *dmap*: for each of the value's dims, the domain
