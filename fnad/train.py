@@ -24,7 +24,7 @@ import numpy as np
 
 import fnad
 from fnad import decode, optim, tasks
-from fnad.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from fnad.checkpoint_io import CheckpointError, load_checkpoint, save_checkpoint
 from fnad.models import transformer
 
 __all__ = ["TrainState", "batch_for_step", "evaluate", "main", "make_optimizer",

@@ -1,4 +1,4 @@
-"""fnad.checkpoint (atomic .npz without pickle, checked against a template) and fnad.tasks
+"""fnad.checkpoint_io (atomic .npz without pickle, checked against a template) and fnad.tasks
 (the synthetic training tasks and the character-level text task)."""
 import os
 
@@ -8,7 +8,7 @@ import pytest
 from checks import raises_with
 
 from fnad import tasks
-from fnad.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from fnad.checkpoint_io import CheckpointError, load_checkpoint, save_checkpoint
 
 
 def err(exc, words, fn):
@@ -123,3 +123,14 @@ def test_text_task_windows_and_errors(tmp_path):
         lambda: tasks.make_task("add", data=str(tmp_path / "short.txt"), seq_len=16))
     err(ValueError, ["unknown task", "add", "sort"], lambda: tasks.make_task("multiply"))
     err(ValueError, ["digits must be in 1..9"], lambda: tasks.AdditionTask(12))
+
+
+def test_importing_the_training_modules_shadows_no_fnad_name():
+    import fnad
+    before = dict(vars(fnad))
+    import fnad.checkpoint_io  # noqa: F401
+    import fnad.decode  # noqa: F401
+    import fnad.optim  # noqa: F401
+    import fnad.train  # noqa: F401
+    assert [k for k in before if vars(fnad)[k] is not before[k]] == []
+    assert callable(fnad.checkpoint)                     # jax.checkpoint (remat), not a module
