@@ -62,6 +62,21 @@ def _complex(x, y):
     return out
 
 
+def _integer_pow(x, *, y):
+    """x ** y for a static int y: a float x times itself for |y| <= 8 (as the numba kernels
+    and XLA do: bit for bit the same, and ~100x faster than np.power's pow call), else
+    np.power (integers wrap the same either way)."""
+    x = np.asarray(x)
+    if y == 0:
+        return np.ones_like(x)
+    if abs(y) > 8 or x.dtype.kind not in "fc":
+        return np.power(x, y)
+    p = x
+    for _ in range(abs(y) - 1):
+        p = p * x
+    return (np.ones((), x.dtype) / p) if y < 0 else p
+
+
 def _same_dtype(fn):
     """scipy.special may compute in a wider type: cast back to the input's dtype."""
     def impl(x):
@@ -77,7 +92,7 @@ impl_rules[ew.div_p] = quietly(_div)
 impl_rules[ew.neg_p] = np.negative
 impl_rules[ew.rem_p] = quietly(np.fmod)
 impl_rules[ew.pow_p] = quietly(np.power)
-impl_rules[ew.integer_pow_p] = quietly(lambda x, *, y: np.power(x, y))
+impl_rules[ew.integer_pow_p] = quietly(_integer_pow)
 impl_rules[ew.square_p] = quietly(np.square)
 impl_rules[ew.max_p] = np.maximum
 impl_rules[ew.min_p] = np.minimum
