@@ -63,6 +63,8 @@ def _numba_type(spec):
 
 
 def main() -> None:
+    if hasattr(os, "nice"):     # background work: the program running interpreted meanwhile
+        os.nice(10)             # (the user's first calls) gets the CPU first
     from fnad.backends.numba_cpu.codegen import load_module
     job = json.load(sys.stdin)
     cache = pathlib.Path(job["dir"])

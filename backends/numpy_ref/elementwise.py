@@ -77,6 +77,14 @@ def _integer_pow(x, *, y):
     return (np.ones((), x.dtype) / p) if y < 0 else p
 
 
+def _logistic(x):
+    """1 / (1 + exp(-x)), scipy.special.expit's formula (without importing scipy: ~0.3 s),
+    in float32 for 16-bit floats; exp(-x) = inf gives the limit 0."""
+    x = np.asarray(x)
+    w = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    return (1 / (1 + np.exp(-w))).astype(x.dtype, copy=False)
+
+
 def _same_dtype(fn):
     """scipy.special may compute in a wider type: cast back to the input's dtype."""
     def impl(x):
@@ -107,7 +115,7 @@ impl_rules[ew.log_p] = quietly(np.log)
 impl_rules[ew.log1p_p] = quietly(np.log1p)
 impl_rules[ew.expm1_p] = quietly(np.expm1)
 impl_rules[ew.tanh_p] = quietly(np.tanh)
-impl_rules[ew.logistic_p] = quietly(_same_dtype(lambda x: _special().expit(x)))
+impl_rules[ew.logistic_p] = quietly(_logistic)
 impl_rules[ew.sqrt_p] = quietly(np.sqrt)
 impl_rules[ew.rsqrt_p] = quietly(lambda x: np.reciprocal(np.sqrt(x)))
 impl_rules[ew.cbrt_p] = np.cbrt
