@@ -191,6 +191,11 @@ def _unscale_leaf(x, s):
     return (x.astype(wide) / s.astype(wide)).astype(x.dtype)
 
 
+def _map_scaled(leaf_fn, tree: Any, loss_scale) -> Any:
+    s = jnp.asarray(loss_scale, dtype=jnp.float32)
+    return tree_util.tree_map(lambda x: leaf_fn(x, s), tree)
+
+
 @dataclasses.dataclass(frozen=True)
 class NoOpLossScale:
     """No loss scaling (float32 or bfloat16 compute): scale/unscale are the identity."""
@@ -215,12 +220,10 @@ class StaticLossScale:
     loss_scale: Any                                      # f32 scalar
 
     def scale(self, tree: Any) -> Any:
-        s = jnp.asarray(self.loss_scale, dtype=jnp.float32)
-        return tree_util.tree_map(lambda x: _scale_leaf(x, s), tree)
+        return _map_scaled(_scale_leaf, tree, self.loss_scale)
 
     def unscale(self, tree: Any) -> Any:
-        s = jnp.asarray(self.loss_scale, dtype=jnp.float32)
-        return tree_util.tree_map(lambda x: _unscale_leaf(x, s), tree)
+        return _map_scaled(_unscale_leaf, tree, self.loss_scale)
 
     def adjust(self, grads_finite: Any) -> StaticLossScale:
         return self
@@ -242,12 +245,10 @@ class DynamicLossScale:
     min_loss_scale: float = dataclasses.field(default=1.0, metadata=dict(static=True))
 
     def scale(self, tree: Any) -> Any:
-        s = jnp.asarray(self.loss_scale, dtype=jnp.float32)
-        return tree_util.tree_map(lambda x: _scale_leaf(x, s), tree)
+        return _map_scaled(_scale_leaf, tree, self.loss_scale)
 
     def unscale(self, tree: Any) -> Any:
-        s = jnp.asarray(self.loss_scale, dtype=jnp.float32)
-        return tree_util.tree_map(lambda x: _unscale_leaf(x, s), tree)
+        return _map_scaled(_unscale_leaf, tree, self.loss_scale)
 
     def adjust(self, grads_finite: Any) -> DynamicLossScale:
         """The next state after a step whose unscaled grads were (not) all finite."""
