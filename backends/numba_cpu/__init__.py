@@ -2,9 +2,10 @@
 
 Buffers are NumPy arrays, so eager execution uses the NumPy reference
 implementations (a ChainMap over their table: primitives registered for `numba` alone
-stay here, and one registered later for `numpy` alone is found too), except dot_general, which splits large products into chunks run by the
-backend's threads (gemm.py). `compile(closed)` turns a whole jaxpr into one generated Python
-module compiled with numba (codegen.py). Importing this package does not import
+stay here, and one registered later for `numpy` alone is found too), except dot_general,
+which splits large products into chunks run by the backend's threads (gemm.py).
+`compile(closed)` turns a whole jaxpr into one generated Python module compiled with
+numba (codegen.py). Importing this package does not import
 numba; compiling does.
 """
 from __future__ import annotations
