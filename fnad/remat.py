@@ -302,7 +302,9 @@ def _partial_eval_jaxpr(closed: ClosedJaxpr, unknown: list[bool], policy):
 
     # The staged side, without eqns that feed no unknown output.
     sj = staged_trace.to_jaxpr([o for o, u in zip(outs, out_unknown) if u]).jaxpr
-    staged_eqns, live = _dce(sj.eqns, sj.outvars)
+    from fnad.passes._util import has_effects   # fnad.passes imports this module
+    from fnad.passes.dce import live_eqns
+    staged_eqns, live = live_eqns(sj.eqns, sj.outvars)
     reads = [(c, x) for c, x in zip(sj.constvars, staged_trace.constvals) if c in live]
 
     # The known side computes the known outputs and every value the staged side reads.
@@ -319,7 +321,7 @@ def _partial_eval_jaxpr(closed: ClosedJaxpr, unknown: list[bool], policy):
     # Effects (debug callbacks) are replayed with the recompute, as in JAX.
     for eqn in reversed(kj.jaxpr.eqns):
         outs_needed = [v for v in eqn.outvars if v in need]
-        effectful = _effectful(eqn)
+        effectful = has_effects(eqn)
         if not outs_needed and not effectful:
             continue
         if not effectful and policy is not None and policy(
@@ -334,7 +336,7 @@ def _partial_eval_jaxpr(closed: ClosedJaxpr, unknown: list[bool], policy):
     residuals += [v for eqn in kj.jaxpr.eqns for v in eqn.outvars if v in saved]
 
     known_outvars = kj.jaxpr.outvars[:n_known] + residuals
-    known_eqns, _ = _dce(kj.jaxpr.eqns, known_outvars)
+    known_eqns, _ = live_eqns(kj.jaxpr.eqns, known_outvars)
     known = ClosedJaxpr(Jaxpr(kj.jaxpr.constvars, kj.jaxpr.invars, known_eqns, known_outvars),
                         kj.consts)
 
@@ -345,29 +347,6 @@ def _partial_eval_jaxpr(closed: ClosedJaxpr, unknown: list[bool], policy):
     staged = Jaxpr([], residuals + sj.invars, recompute + staged_eqns,
                    [rename(a) for a in sj.outvars])
     return known, ClosedJaxpr(staged, []), out_unknown
-
-
-def _dce(eqns: list[JaxprEqn], outvars: list) -> tuple[list[JaxprEqn], set[Var]]:
-    """The eqns `outvars` depend on and the effectful ones (in order), and every var
-    they read."""
-    live = {a for a in outvars if type(a) is Var}
-    kept = []
-    for eqn in reversed(eqns):
-        if any(v in live for v in eqn.outvars) or _effectful(eqn):
-            kept.append(eqn)
-            live.update(a for a in eqn.invars if type(a) is Var)
-    kept.reverse()
-    return kept, live
-
-
-def _effectful(eqn: JaxprEqn) -> bool:
-    """Has side effects (a debug callback), itself or inside a sub-jaxpr."""
-    if eqn.primitive in core.effectful_primitives:
-        return True
-    subs = [p for v in eqn.params.values()
-            for p in (v if isinstance(v, tuple) else (v,)) if isinstance(p, (ClosedJaxpr, Jaxpr))]
-    return any(_effectful(e) for sub in subs
-               for e in (sub.jaxpr.eqns if isinstance(sub, ClosedJaxpr) else sub.eqns))
 
 
 def remat_transpose(cts, *args, jaxpr, **params):

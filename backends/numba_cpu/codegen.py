@@ -56,6 +56,7 @@ from fnad import core
 from fnad.config import config
 from fnad.core import Array
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from fnad.passes.dce import live_eqns
 
 CODEGEN_VERSION = "3"
 STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
@@ -215,7 +216,7 @@ def flatten(jaxpr: Jaxpr, consts) -> tuple:
         return [sub(v) for v in jaxpr.outvars]
 
     outvars = go(jaxpr, {}, True)
-    eqns = _transposed_dots(_dce(eqns, outvars), outvars)
+    eqns = _transposed_dots(live_eqns(eqns, outvars)[0], outvars)
     return list(jaxpr.invars), const_pairs, eqns, outvars
 
 
@@ -257,36 +258,6 @@ def _transposed_dots(eqns: list, outvars: list) -> list:
         out[k] = JaxprEqn(d.primitive, [rhs, lhs], params, e.outvars, d.source_info)
         drop.add(j)
     return [e for k, e in enumerate(out) if k not in drop]
-
-
-# Param values that are not and do not hold jaxprs (exact types; skipped at once).
-_LEAF_TYPES = frozenset({int, float, bool, str, type(None)}) | core._dtype_classes
-
-
-def _effectful(eqn) -> bool:
-    if eqn.primitive in core.effectful_primitives:
-        return True
-    for p in eqn.params.values():
-        if type(p) in _LEAF_TYPES:
-            continue
-        for s in (p if isinstance(p, (tuple, list)) else (p,)):
-            if type(s) in _LEAF_TYPES:
-                continue
-            j = s.jaxpr if isinstance(s, ClosedJaxpr) else s
-            if isinstance(j, Jaxpr) and any(_effectful(e) for e in j.eqns):
-                return True
-    return False
-
-
-def _dce(eqns: list, outvars: list) -> list:
-    live = {v for v in outvars if type(v) is Var}
-    kept = []
-    for e in reversed(eqns):
-        if any(v in live for v in e.outvars) or _effectful(e):
-            kept.append(e)
-            live.update(x for x in e.invars if type(x) is Var)
-    kept.reverse()
-    return kept
 
 
 # ---- the module --------------------------------------------------------------------------------

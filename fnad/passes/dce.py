@@ -27,13 +27,13 @@ from fnad.passes._util import has_sub_jaxprs, call_primitive, has_effects, map_s
 from fnad.primitives.control_flow import cond_p, scan_p
 from fnad.remat import remat_p
 
-__all__ = ["dce", "dce_jaxpr", "dce_rules"]
+__all__ = ["dce", "dce_jaxpr", "dce_rules", "live_eqns"]
 
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
     """Remove equations (and constants) no output needs, in sub-jaxprs too; same signature."""
     j = closed.jaxpr
-    eqns, live = _walk(j, list(j.outvars), True, {})
+    eqns, live = _walk(j.eqns, list(j.outvars), True, {})
     keep = [v in live for v in j.constvars]
     if all(keep) and _same(eqns, j.eqns):
         return closed
@@ -58,18 +58,24 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     """
     outvars = list(jaxpr.outvars) if used_outputs is None else \
         [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
-    eqns, live = _walk(jaxpr, outvars, recursive, {} if _memo is None else _memo)
+    eqns, live = _walk(jaxpr.eqns, outvars, recursive, {} if _memo is None else _memo)
     used_in = [v in live for v in jaxpr.invars]
     invars = [v for v, u in zip(jaxpr.invars, used_in) if u] if prune_invars else jaxpr.invars
     return Jaxpr(jaxpr.constvars, invars, eqns, outvars), used_in
 
 
-def _walk(jaxpr: Jaxpr, outvars: list, recursive: bool, memo: dict
+def live_eqns(eqns: Sequence[JaxprEqn], outvars: Sequence) -> tuple[list[JaxprEqn], set[Var]]:
+    """The equations of a flat list that `outvars` need, and the effectful ones (in order,
+    unchanged: nothing inside is pruned), and every var they or `outvars` read."""
+    return _walk(eqns, outvars, False, {})
+
+
+def _walk(eqns: Sequence[JaxprEqn], outvars: Sequence, recursive: bool, memo: dict
           ) -> tuple[list[JaxprEqn], set[Var]]:
     """The kept eqns (in order) and every var they or `outvars` read."""
     live = {v for v in outvars if type(v) is Var}
     kept = []
-    for eqn in reversed(jaxpr.eqns):
+    for eqn in reversed(eqns):
         used = [v in live for v in eqn.outvars]
         if not any(used) and not has_effects(eqn):
             continue
