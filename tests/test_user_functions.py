@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 import pytest
-from user_functions import CASES
+from user_functions import CASES, closed_over
 
 import fnad
 import fnad.nn as fnn
@@ -74,16 +74,6 @@ def _scalarized(lib: Lib, fn, weights, has_aux: bool):
     return loss
 
 
-def _closed_over(fn, args, diff):
-    """fn as a function of args[i] for i in diff only; the other arguments are fixed."""
-    def g(*dyn):
-        full = list(args)
-        for i, a in zip(diff, dyn):
-            full[i] = a
-        return fn(*full)
-    return g
-
-
 def run(lib: Lib, case, transform: str, np_args, probes):
     """Apply `transform` to `case` with `lib`; a pytree of results to compare."""
     fn = functools.partial(case.fn, lib.np, lib.nn)
@@ -93,7 +83,7 @@ def run(lib: Lib, case, transform: str, np_args, probes):
         if not case.scalar:
             fn = _scalarized(lib, fn, probes["weights"], aux)
         if transform == "hvp":                    # forward-over-reverse: jvp of grad
-            g = _closed_over(fn, args, case.diff)
+            g = closed_over(fn, args, case.diff)
             grad_g = lib.ad.grad(g, tuple(range(len(case.diff))), has_aux=aux)
             primals = tuple(args[i] for i in case.diff)
             return lib.ad.jvp(grad_g, primals, tuple(probes["tangents"]), has_aux=aux)
@@ -101,7 +91,7 @@ def run(lib: Lib, case, transform: str, np_args, probes):
         if transform == "value_and_grad":
             return lib.ad.value_and_grad(fn, argnums, has_aux=aux)(*args)
         return lib.ad.grad(fn, argnums, has_aux=aux)(*args)
-    g = _closed_over(fn, args, case.diff)
+    g = closed_over(fn, args, case.diff)
     primals = [args[i] for i in case.diff]
     if transform == "vjp":
         out, vjp_fn, *rest = lib.ad.vjp(g, *primals, has_aux=aux)

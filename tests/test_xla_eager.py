@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 import pytest
-from user_functions import CASES
+from user_functions import CASES, closed_over
 
 jax = pytest.importorskip("jax", reason="jax not installed: the xla backend runs on jax")
 
@@ -87,16 +87,6 @@ def _loss(case, weights):
     return loss
 
 
-def _of_diff(fn, args, diff):
-    """fn as a function of the arguments in `diff` only; the others are fixed."""
-    def g(*dyn):
-        full = list(args)
-        for i, a in zip(diff, dyn):
-            full[i] = a
-        return fn(*full)
-    return g
-
-
 def _batched(case, np_args):
     """Three perturbed copies of the first differentiated argument, stacked on axis 0."""
     i = case.diff[0]
@@ -113,7 +103,7 @@ def run(case, transform, backend, dtype=np.float32):
     fn = functools.partial(case.fn, fnp, fnn)
     if transform == "grad":
         return fnad.grad(_loss(case, weights), case.diff, has_aux=case.has_aux)(*args)
-    g = _of_diff(fn, args, case.diff)
+    g = closed_over(fn, args, case.diff)
     primals = [args[i] for i in case.diff]
     if transform == "jvp":
         return fnad.jvp(g, tuple(primals), tuple(put(tangents, backend)), has_aux=case.has_aux)

@@ -46,6 +46,16 @@ class UserFn:
 CASES: dict[str, UserFn] = {}
 
 
+def closed_over(fn, args, diff):
+    """fn as a function of args[i] for i in diff only; the other arguments are fixed."""
+    def g(*dyn):
+        full = list(args)
+        for i, a in zip(diff, dyn):
+            full[i] = a
+        return fn(*full)
+    return g
+
+
 def user_fn(make, diff=(0,), *, scalar=True, has_aux=False, rtol=1e-4, atol=1e-5,
             x64=False, nan_safe=False):
     """Register `fn` in CASES under its own name."""
