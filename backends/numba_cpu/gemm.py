@@ -93,17 +93,12 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 set_fn(before)
     out = np.empty(batch + (m, n), np.result_type(a, b))
     pieces = CHUNKS_PER_THREAD * NUM_THREADS
-    if batch:                     # chunks of the flattened batch
-        nb = math.prod(batch)
-        a3, b3, o3 = a.reshape(nb, m, k), b.reshape(nb, k, n), out.reshape(nb, m, n)
-        size = max(1, -(-nb // pieces))
-        parts = [((slice(i, i + size),), (slice(i, i + size),)) for i in range(0, nb, size)]
+    if batch:                     # chunks of batch entries, indexed in place
+        parts = _batch_chunks(batch, pieces)
     elif m >= n:                  # blocks of rows: each packs all of b again
-        a3, b3, o3 = a, b, out
         size = max(MIN_ROWS, -(-m // pieces))
         parts = [((slice(i, i + size),), (slice(None),)) for i in range(0, m, size)]
     else:                         # blocks of columns: each packs all of a again
-        a3, b3, o3 = a, b, out
         size = max(MIN_ROWS, -(-n // pieces))
         parts = [((slice(None),), (slice(None), slice(i, i + size))) for i in range(0, n, size)]
     claim = itertools.count().__next__                     # atomic under the GIL
@@ -112,7 +107,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         while (c := claim()) < len(parts):
             sa, sb = parts[c]
             so = sa if batch else (sa[0], sb[-1])
-            np.matmul(a3[sa], b3[sb], out=o3[so])
+            np.matmul(a[sa], b[sb], out=out[so])
 
     with _lock:
         before = get_fn()
@@ -127,3 +122,18 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         finally:
             set_fn(before)
     return out
+
+
+def _batch_chunks(batch: tuple, pieces: int) -> list:
+    """About `pieces` chunks of the batch dims, as index tuples (ints for the leading dims,
+    a slice of the next) that a, b and out are indexed with as they are. Flattening the
+    batch first would copy both operands whenever its dims do not merge, as for q and k^T
+    viewed in a [B, T, 3·D] projection (the GPT step's q @ k^T ran at 18 GF/s so)."""
+    k = 0                                 # dims before k are indexed one entry at a time
+    while k < len(batch) - 1 and math.prod(batch[:k + 1]) < pieces:
+        k += 1
+    outer = math.prod(batch[:k])
+    size = -(-batch[k] // -(-pieces // outer))
+    return [(idx + (slice(i, i + size),),) * 2
+            for idx in itertools.product(*map(range, batch[:k]))
+            for i in range(0, batch[k], size)]
