@@ -410,6 +410,62 @@ def test_simplify_grad_leftovers_and_scan_bodies():
     check_same(c, d, x)
 
 
+def test_simplify_sums_of_pads_become_concatenates():
+    # the cotangent of x in jnp.split / x[..., ::2], x[..., 1::2] is a sum of zero pads;
+    # they join into concatenates (RoPE and the q, k, v split of a transformer's backward)
+    def split3(x):
+        a, b, c = jnp.split(x, 3, axis=1)
+        return jnp.sum(jnp.sin(a) * 2.0 + jnp.cos(b) * c)
+
+    def interleave(x):
+        e, o = x[..., ::2], x[..., 1::2]
+        return jnp.sum(jnp.sin(e) * o + o)
+
+    def split_middle(x):                              # rows 1:3 and 3:6 of 7: one pad (1, 1)
+        return jnp.sum(jnp.exp(x[1:3])) + jnp.sum(jnp.sin(x[3:6]))
+
+    for f, x in ((split3, rand(4, 9, 5)), (interleave, rand(3, 4, 8)),
+                 (split_middle, rand(7, 4))):
+        c = fnad.make_jaxpr(fnad.grad(f))(x)
+        assert "pad" in names(c) and "add_any" in names(c)
+        d = dce(simplify(c))
+        kept = [n for n in names(d) if n == "pad"]
+        assert "concatenate" in names(d), f.__name__
+        assert len(kept) == (1 if f is split_middle else 0), names(d)
+        check_same(c, d, x, rtol=0, atol=0)                 # the same bits: only copies
+        np.testing.assert_array_equal(np.asarray(run(d, x)[0]),
+                                      np.asarray(fnad.grad(f)(x)))
+
+
+def test_simplify_sums_of_pads_that_stay_sums():
+    x = Var(fnad.core.ShapedArray((2, 3), np.float32))
+    zero = Literal(np.float32(0), fnad.core.ShapedArray((), np.float32))
+    one = Literal(np.float32(1), fnad.core.ShapedArray((), np.float32))
+
+    def pad(v, cfg, value=zero):
+        return eqn(sh.pad_p, [v, value], padding_config=cfg)
+    cases = [
+        (((0, 0, 0), (0, 2, 0)), ((0, 0, 0), (1, 1, 0))),     # overlapping footprints
+        (((0, 0, 0), (0, 3, 0)), ((0, 0, 0), (3, 0, 0))),     # adjacent but padded with 1
+        (((0, 0, 0), (0, 4, 0)), ((0, 0, 0), (4, 0, 0))),     # a gap between them
+        (((1, 0, 0), (0, 3, 0)), ((0, 1, 0), (3, 0, 0))),     # they differ in two dims
+        (((0, 0, 0), (0, -1, 0)), ((0, 0, 0), (-1, 0, 0))),   # negative padding (a crop)
+    ]
+    for i, (ca, cb) in enumerate(cases):
+        value = one if i == 1 else zero
+        pa, pb = pad(x, ca, value), pad(x, cb, value)
+        s = eqn(ew.add_any_p, [pa.outvars[0], pb.outvars[0]])
+        before = build([x], [pa, pb, s], [s.outvars[0]])
+        after = simplify(before)
+        assert names(after) == ["pad", "pad", "add_any"], (i, names(after))
+    # a pad output read twice: joining would keep both pads and add a copy
+    pa, pb = pad(x, ((0, 0, 0), (0, 3, 0))), pad(x, ((0, 0, 0), (3, 0, 0)))
+    s = eqn(ew.add_any_p, [pa.outvars[0], pb.outvars[0]])
+    t = eqn(ew.mul_p, [pa.outvars[0], s.outvars[0]])
+    before = build([x], [pa, pb, s, t], [t.outvars[0]])
+    assert names(simplify(before)) == ["pad", "pad", "add_any", "mul"]
+
+
 # ---- inline ---------------------------------------------------------------------------------
 def _jit():
     return importlib.import_module("fnad.jit").jit

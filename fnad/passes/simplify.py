@@ -7,6 +7,8 @@ which answers one of:
     an atom     the output *is* this Var or Literal: uses are rewired to it, the
                 equation goes (dead producers are left to DCE)
     an eqn      a cheaper equation with the same outputs (it is simplified again)
+    a list      equations that compute the same outputs, the last one writing them
+                (the others write new Vars); each is simplified again
 
 An output is replaced only by an atom of exactly its type (shape, dtype and weak_type),
 so jaxpr outputs keep their types and the program's signature never changes. Rules:
@@ -20,6 +22,10 @@ so jaxpr outputs keep their types and the program's signature never changes. Rul
     squeeze / rev of no dims, reduce_* over no axes          -> x
     reduce_{sum,max,min,prod,and,or} over size-1 axes only   -> reshape
     pad by zeros, full slice / dynamic_slice, concatenate of one operand -> x
+    pad(a) + pad(b), zero padding, side by side along one dim  -> pad(concatenate([a, b]))
+    pad(a, (0, 1, 1)) + pad(b, (1, 0, 1)) along one dim (an interleave)
+                                                  -> reshape(concatenate([a', b'])), a'
+                                                     a with a unit dim after that one
     dynamic_update_slice of a full-size update               -> the update
     x + 0, 0 + x, x - 0 (add, add_any, sub), x * 1, 1 * x, x / 1, integer_pow(x, 1),
     neg(neg(x))                                              -> x
@@ -57,23 +63,30 @@ def simplify(closed: ClosedJaxpr) -> ClosedJaxpr:
 def _simplify(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
     j = closed.jaxpr
     ren = Renamer()
-    ctx = _Ctx()
+    ctx = _Ctx(j)
     eqns: list[JaxprEqn] = []
     changed = False
     for eqn in j.eqns:
         new = ren.eqn(eqn)
         if has_sub_jaxprs(new):
             new = map_sub_jaxprs(new, lambda c: _simplify(c, memo), memo)
-        out = _apply(new, ctx)
-        if out is not new:
-            changed = True
-        if isinstance(out, JaxprEqn):
-            eqns.append(out)
-            if len(out.outvars) == 1:
-                ctx.producer[out.outvars[0]] = out
-        else:
-            ren[new.outvars[0]] = out
         changed = changed or new is not eqn
+        todo = [new]
+        while todo:
+            e = ren.eqn(todo.pop())
+            out = _apply(e, ctx)
+            if isinstance(out, list):                  # several eqns, in program order
+                todo.extend(reversed(out))
+                changed = True
+                continue
+            if out is not e:
+                changed = True
+            if isinstance(out, JaxprEqn):
+                eqns.append(out)
+                if len(out.outvars) == 1:
+                    ctx.producer[out.outvars[0]] = out
+            else:
+                ren[e.outvars[0]] = out
     outvars = [ren(v) for v in j.outvars]
     if not changed and all(a is b for a, b in zip(outvars, j.outvars)):
         return closed
@@ -92,6 +105,8 @@ def _apply(eqn: JaxprEqn, ctx: _Ctx):
         if isinstance(out, JaxprEqn):
             eqn = out
             continue
+        if isinstance(out, list):
+            return out
         if out.aval == eqn.outvars[0].aval:            # same shape, dtype and weak_type
             return out
         return eqn
@@ -101,10 +116,18 @@ def _apply(eqn: JaxprEqn, ctx: _Ctx):
 class _Ctx:
     """What rules may ask about the (already simplified) eqns before the current one."""
 
-    __slots__ = ("producer",)
+    __slots__ = ("producer", "uses")
 
-    def __init__(self):
+    def __init__(self, jaxpr):
         self.producer: dict[Var, JaxprEqn] = {}
+        self.uses: dict[Var, int] = {}                 # reads in the jaxpr as given
+        for e in jaxpr.eqns:
+            for a in e.invars:
+                if type(a) is Var:
+                    self.uses[a] = self.uses.get(a, 0) + 1
+        for a in jaxpr.outvars:
+            if type(a) is Var:
+                self.uses[a] = self.uses.get(a, 0) + 1
 
     def made_by(self, a, prim: Primitive) -> JaxprEqn | None:
         """The eqn of `prim` that produced the Var `a`, if it is one."""
@@ -297,6 +320,66 @@ def add_identity(eqn, ctx):                            # x + 0 = 0 + x = x
     return None
 
 
+def add_of_pads(eqn, ctx):
+    """pad(a) + pad(b), both padding with zeros, the same along every dim but one, where
+    their footprints lie side by side: the values placed together, without the zeros and
+    the sum. AD leaves this for every array that is split and used again (the cotangents of
+    the slices of `jnp.split` or `x[..., ::2], x[..., 1::2]` are pads, summed)."""
+    pa, pb = (ctx.made_by(x, sh.pad_p) for x in eqn.invars)
+    if pa is None or pb is None or pa is pb or any(ctx.uses.get(x, 0) > 1 for x in eqn.invars) \
+            or not (ctx.is_value(pa.invars[1], 0)
+                                        and ctx.is_value(pb.invars[1], 0)):
+        return None
+    a, b = pa.invars[0], pb.invars[0]
+    out = eqn.outvars[0].aval
+    if not (a.aval.dtype == b.aval.dtype == out.dtype
+            and a.aval.weak_type == b.aval.weak_type == out.weak_type):
+        return None
+    ca, cb = (tuple(map(tuple, p.params["padding_config"])) for p in (pa, pb))
+    differ = [d for d in range(len(ca)) if ca[d] != cb[d] or a.aval.shape[d] != b.aval.shape[d]]
+    if len(differ) != 1:
+        return None
+    d, = differ
+    (la, ha, ia), (lb, hb, ib) = ca[d], cb[d]
+    na, nb = a.aval.shape[d], b.aval.shape[d]
+    if min(la, ha, lb, hb) < 0:
+        return None
+    info = eqn.source_info
+
+    def var(shape):
+        return Var(out.update(shape=tuple(shape)))
+
+    if ia == ib == 0:                                  # [.. a ..][.. b ..] or b then a
+        if la + na == lb:
+            first, second, lo, hi = a, b, la, hb
+        elif lb + nb == la:
+            first, second, lo, hi = b, a, lb, ha
+        else:
+            return None
+        joined = var(a.aval.shape[:d] + (na + nb,) + a.aval.shape[d + 1:])
+        config = ca[:d] + ((lo, hi, 0),) + ca[d + 1:]
+        return [JaxprEqn(sh.concatenate_p, [first, second], {"dimension": d}, [joined], info),
+                JaxprEqn(sh.pad_p, [joined, pa.invars[1]], {"padding_config": config},
+                         eqn.outvars, info)]
+    if ia == ib == 1 and na == nb and {(la, ha), (lb, hb)} == {(0, 1), (1, 0)} \
+            and all(c == (0, 0, 0) for i, c in enumerate(ca) if i != d):
+        shape = a.aval.shape                           # out[.., 2k + j, ..] = (a, b)[j][.., k, ..]
+        unit, pair = var(shape[:d + 1] + (1,) + shape[d + 1:]), var(shape[:d + 1] + (1,)
+                                                                    + shape[d + 1:])
+        stacked = var(shape[:d + 1] + (2,) + shape[d + 1:])
+        first, second = (a, b) if la == 0 else (b, a)
+        return [JaxprEqn(sh.reshape_p, [first], {"new_sizes": unit.aval.shape}, [unit], info),
+                JaxprEqn(sh.reshape_p, [second], {"new_sizes": pair.aval.shape}, [pair], info),
+                JaxprEqn(sh.concatenate_p, [unit, pair], {"dimension": d + 1}, [stacked], info),
+                JaxprEqn(sh.reshape_p, [stacked], {"new_sizes": out.shape}, eqn.outvars, info)]
+    return None
+
+
+def add_simplify(eqn, ctx):
+    out = add_identity(eqn, ctx)
+    return out if out is not None else add_of_pads(eqn, ctx)
+
+
 def sub_identity(eqn, ctx):                            # x - 0 = x
     x, y = eqn.invars
     return x if ctx.is_value(y, 0) else None
@@ -327,8 +410,8 @@ def select_n_identity(eqn, ctx):                       # cases[which] with which
     return None
 
 
-simplify_rules[ew.add_p] = elementwise_rule(add_identity)
-simplify_rules[ew.add_any_p] = elementwise_rule(add_identity)
+simplify_rules[ew.add_p] = elementwise_rule(add_simplify)
+simplify_rules[ew.add_any_p] = elementwise_rule(add_simplify)
 simplify_rules[ew.sub_p] = elementwise_rule(sub_identity)
 simplify_rules[ew.mul_p] = elementwise_rule(mul_identity)
 simplify_rules[ew.div_p] = elementwise_rule(div_identity)
