@@ -2,7 +2,8 @@
 
 Buffers are NumPy arrays (or NumPy scalars). Implementations never write to
 their inputs: fnad arrays are immutable, so views may be shared. Each family of
-primitives has its own module filling `impl_rules`.
+primitives has its own module filling `impl_rules`. Loading the backend keeps freed
+memory in the process for the next arrays (host_memory.py; FNAD_KEEP_FREED_MEMORY=0 not).
 """
 from __future__ import annotations
 
@@ -27,3 +28,6 @@ def block_until_ready(buf) -> None:
 from fnad.backends.numpy_ref import (cumulative, elementwise, indexing,  # noqa: E402,F401
                                      linalg, logic, reductions, shape_ops, sorting)
 from fnad.backends.numpy_ref.compile import compile  # noqa: E402,F401
+from fnad.backends.numpy_ref.host_memory import keep_freed_memory  # noqa: E402
+
+keep_freed_memory()
