@@ -4,7 +4,10 @@ and run by fnad.jit (numba backend) and jax.jit in one process, and, where torch
 installed, the same model and step written in PyTorch eager (autograd, the same hand-written
 AdamW, not torch.optim) from the same initial parameters and tokens. Prints time per step,
 the cold first call (trace + compile), the ratios fnad/jax (target <= 0.5) and fnad/torch,
-and the losses of each (first step and last timed step, which must agree). Run:
+and the losses of each (first step and last timed step, which must agree). A last row
+times the step's matrix products alone: the operands fnad's step passed to its GEMM, run
+back to back through np.matmul (OpenBLAS with its own threads), a floor for any
+implementation that computes them with this BLAS. Run:
 
     python benchmarks/gpt_step.py
 """
@@ -199,7 +202,29 @@ def run(lib, jnp, nn, params, tokens, jit):
         lib.block_until_ready(value)
         state["p"], state["o"], state["last"] = p, o, value
     t = median_s(one, number=1, repeat=REPEAT, warmup=WARMUP)
-    return cold, ready, t, float(out[2]), float(state["last"])
+    return cold, ready, t, one, (float(out[2]), float(state["last"]))
+
+
+def gemm_floor(run_step) -> tuple[int, float, float]:
+    """(count, GFLOP, seconds): the products of one fnad step as the numba backend's GEMM
+    received them (the same operand views and layouts), timed through np.matmul alone."""
+    from fnad.backends.numba_cpu import gemm
+    pairs, matmul = [], gemm.matmul
+
+    def record(a, b):
+        pairs.append((a, b))
+        return matmul(a, b)
+    gemm.matmul = record
+    try:
+        run_step()
+    finally:
+        gemm.matmul = matmul
+
+    def all_products():
+        for a, b in pairs:
+            np.matmul(a, b)
+    flops = sum(2 * a.size * b.shape[-1] for a, b in pairs)
+    return len(pairs), flops / 1e9, median_s(all_products, repeat=REPEAT, warmup=1)
 
 
 def main() -> None:
@@ -211,13 +236,14 @@ def main() -> None:
     t_jax = None
     if jax is not None:
         import jax.numpy as jjnp
-        cold, _, t_jax, *losses["jax.jit"] = run(jax, jjnp, jax.nn, params, tokens, jax.jit)
+        cold, _, t_jax, _, losses["jax.jit"] = run(jax, jjnp, jax.nn, params, tokens, jax.jit)
         rows += [("GPT step: first call (compile)", "jax.jit", cold),
                  ("GPT step", "jax.jit", t_jax)]
     import fnad
     import fnad.numpy as fnp
-    cold_f, ready_f, t, *losses["fnad.jit"] = run(fnad, fnp, fnad.nn, params, tokens,
-                                                  fnad.jit)
+    cold_f, ready_f, t, fnad_step, losses["fnad.jit"] = run(fnad, fnp, fnad.nn, params,
+                                                            tokens, fnad.jit)
+    n_gemm, gflop, t_gemm = gemm_floor(fnad_step)
     torch = optional("torch")                     # imported after fnad and jax are timed
     t_torch = None
     if torch is not None:
@@ -229,11 +255,15 @@ def main() -> None:
     if torch is not None:
         rows += [("GPT step: first call", "torch eager", cold_t),
                  ("GPT step", "torch eager", t_torch)]
+    rows.append((f"its {n_gemm} products alone", "np.matmul (OpenBLAS)", t_gemm,
+                 None if t_jax is None else t_gemm / t_jax))
     print(header())
     ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
     threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
     print(table(rows, f"GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128{threads}",
                 ratios=ratios))
+    print(f"products: {gflop:.1f} GFLOP, {gflop / t_gemm:.0f} GF/s through np.matmul; "
+          f"the fnad/jax column of that row is the ratio no step doing them can beat")
     ref = losses["fnad.jit"]
     for impl, (first, last) in losses.items():
         print(f"loss {impl:12s} first step {first:.6f} (diff {first - ref[0]:+.1e}), "
