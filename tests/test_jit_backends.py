@@ -260,3 +260,39 @@ def test_float64_and_int64_under_x64(backend, x64):
     assert np.asarray(want[0]).dtype == np.float64
     assert_same(fnad.jit(f, backend=backend)(*args), want, exact=backend == "numpy",
                 rtol=1e-15, atol=1e-15, what="x64")
+
+
+@pytest.mark.parametrize("name", ["numpy", "numba"])
+def test_intermediates_are_released_after_their_last_use(name):
+    # Programs on NumPy buffers drop each intermediate after its last read (the numpy
+    # interpreter and the numba driver, which runs at once: conftest.py turns the
+    # background compile off), so that its memory serves the next buffers.
+    import weakref
+
+    from fnad.primitives import Primitive, ShapedArray
+    if name == "numba":
+        pytest.importorskip("numba", reason="the numba backend needs numba (not installed)")
+    seen, dead = [], []
+    keep, probe = Primitive("keep_ref"), Primitive("probe_refs")
+    for p in (keep, probe):
+        p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, x.weak_type))
+
+    def keep_impl(x):
+        out = np.array(x, copy=True)
+        seen.append(weakref.ref(out))
+        return out
+
+    def probe_impl(x):
+        dead.append([r() is None for r in seen])
+        return np.array(x, copy=True)
+    keep.def_impl(keep_impl, backend="numpy")
+    probe.def_impl(probe_impl, backend="numpy")
+
+    def f(x):
+        a = keep.bind(x)                  # read once, by the sin below
+        b = keep.bind(x * 3.0)            # read by the sin and again by the last add
+        return probe.bind(fnp.sin(a) * fnp.cos(b)) + b
+    x = np.linspace(-1, 1, 4096).astype(np.float32)
+    want = np.sin(x) * np.cos(x * 3) + x * 3
+    np.testing.assert_allclose(fnad.jit(f, backend=name)(x), want, rtol=1e-6, atol=1e-6)
+    assert dead == [[True, False]]
