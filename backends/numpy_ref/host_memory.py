@@ -4,10 +4,11 @@ A train step allocates and frees the same large arrays (activations, gradients, 
 results) every call. glibc's malloc serves blocks above its mmap threshold with fresh
 `mmap`s and unmaps them on free, and trims the heap's free top back to the system; either
 way the next step's arrays start as untouched pages, and each page costs a fault (with
-transparent huge pages, a 2 MiB page zeroed at once). Measured on the GPT step of
-benchmarks/gpt_step.py on the 2-core development machine: 287-298 ms per step with glibc's
-defaults, 175-181 ms with freed memory kept (`python benchmarks/gpt_step.py`,
-docs/performance.md). XLA and PyTorch avoid the same cost with their own caching allocators.
+transparent huge pages, a 2 MiB page zeroed at once); on the development machine (a VM)
+fresh memory costs about 1 ms per MB. The GPT train step of benchmarks/gpt_step.py took
+278-298 ms per step with glibc's defaults and 172-181 ms with freed memory kept (the step
+alone in a loop, alternating; docs/performance.md). XLA and PyTorch avoid the same cost
+with their own caching allocators.
 
 `keep_freed_memory()` sets, once per process and only where the C library is glibc,
 `M_MMAP_THRESHOLD` to 32 MiB (glibc's own upper bound for its sliding threshold: larger
