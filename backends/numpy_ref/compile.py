@@ -14,6 +14,7 @@ from fnad import core
 from fnad.config import config
 from fnad.core import Array
 from fnad.ir import ClosedJaxpr, Jaxpr, Var
+from fnad.passes.dce import last_reads
 
 # primitive name -> the param holding the sub-jaxpr that the primitive simply calls
 _INLINED = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr",
@@ -73,16 +74,4 @@ def _dead_after(jaxpr: Jaxpr) -> dict:
     the end, the interpreted first call of benchmarks/gpt_step.py's train step peaked at
     1031 MB of resident memory and took 1.3-2.3 s, most of it faulting in fresh pages
     (about 1 ms per MB on the development machine); now 282 MB and 0.61-0.64 s."""
-    last: dict = {}
-    for i, eqn in enumerate(jaxpr.eqns):
-        for a in eqn.invars:
-            if type(a) is Var:
-                last[a] = i
-    for a in jaxpr.outvars:
-        last.pop(a, None)
-    dead: dict = {}
-    for v, i in last.items():
-        dead.setdefault(i, []).append(v)
-    return dead
-
-
+    return last_reads([eqn.invars for eqn in jaxpr.eqns], jaxpr.outvars)

@@ -27,7 +27,7 @@ from fnad.passes._util import has_sub_jaxprs, call_primitive, has_effects, map_s
 from fnad.primitives.control_flow import cond_p, scan_p
 from fnad.remat import remat_p
 
-__all__ = ["dce", "dce_jaxpr", "dce_rules", "live_eqns"]
+__all__ = ["dce", "dce_jaxpr", "dce_rules", "last_reads", "live_eqns"]
 
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -62,6 +62,23 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     used_in = [v in live for v in jaxpr.invars]
     invars = [v for v, u in zip(jaxpr.invars, used_in) if u] if prune_invars else jaxpr.invars
     return Jaxpr(jaxpr.constvars, invars, eqns, outvars), used_in
+
+
+def last_reads(reads: Sequence[Sequence], keep: Sequence = ()) -> dict[int, list[Var]]:
+    """position -> the Vars read there for the last time, where `reads[i]` are the atoms
+    that the i-th step of a straight-line program reads; Vars in `keep` (the outputs) are
+    never listed. The NumPy interpreter and the numba driver release values so."""
+    last: dict = {}
+    for i, atoms in enumerate(reads):
+        for a in atoms:
+            if type(a) is Var:
+                last[a] = i
+    for a in keep:
+        last.pop(a, None)
+    out: dict = {}
+    for v, i in last.items():
+        out.setdefault(i, []).append(v)
+    return out
 
 
 def live_eqns(eqns: Sequence[JaxprEqn], outvars: Sequence) -> tuple[list[JaxprEqn], set[Var]]:
