@@ -326,9 +326,11 @@ def add_of_pads(eqn, ctx):
     the sum. AD leaves this for every array that is split and used again (the cotangents of
     the slices of `jnp.split` or `x[..., ::2], x[..., 1::2]` are pads, summed)."""
     pa, pb = (ctx.made_by(x, sh.pad_p) for x in eqn.invars)
-    if pa is None or pb is None or pa is pb or any(ctx.uses.get(x, 0) > 1 for x in eqn.invars) \
-            or not (ctx.is_value(pa.invars[1], 0)
-                                        and ctx.is_value(pb.invars[1], 0)):
+    if pa is None or pb is None or pa is pb:
+        return None
+    if any(ctx.uses.get(x, 0) > 1 for x in eqn.invars):   # the pads stay: joining adds work
+        return None
+    if not (ctx.is_value(pa.invars[1], 0) and ctx.is_value(pb.invars[1], 0)):
         return None
     a, b = pa.invars[0], pb.invars[0]
     out = eqn.outvars[0].aval
@@ -364,13 +366,12 @@ def add_of_pads(eqn, ctx):
     if ia == ib == 1 and na == nb and {(la, ha), (lb, hb)} == {(0, 1), (1, 0)} \
             and all(c == (0, 0, 0) for i, c in enumerate(ca) if i != d):
         shape = a.aval.shape                           # out[.., 2k + j, ..] = (a, b)[j][.., k, ..]
-        unit, pair = var(shape[:d + 1] + (1,) + shape[d + 1:]), var(shape[:d + 1] + (1,)
-                                                                    + shape[d + 1:])
-        stacked = var(shape[:d + 1] + (2,) + shape[d + 1:])
+        unit = shape[:d + 1] + (1,) + shape[d + 1:]
+        ua, ub, stacked = var(unit), var(unit), var(shape[:d + 1] + (2,) + shape[d + 1:])
         first, second = (a, b) if la == 0 else (b, a)
-        return [JaxprEqn(sh.reshape_p, [first], {"new_sizes": unit.aval.shape}, [unit], info),
-                JaxprEqn(sh.reshape_p, [second], {"new_sizes": pair.aval.shape}, [pair], info),
-                JaxprEqn(sh.concatenate_p, [unit, pair], {"dimension": d + 1}, [stacked], info),
+        return [JaxprEqn(sh.reshape_p, [first], {"new_sizes": unit}, [ua], info),
+                JaxprEqn(sh.reshape_p, [second], {"new_sizes": unit}, [ub], info),
+                JaxprEqn(sh.concatenate_p, [ua, ub], {"dimension": d + 1}, [stacked], info),
                 JaxprEqn(sh.reshape_p, [stacked], {"new_sizes": out.shape}, eqn.outvars, info)]
     return None
 
