@@ -58,11 +58,9 @@ class Compiled:
 def compile(closed: ClosedJaxpr):  # noqa: A001
     from fnad.backends import cuda as backend
     if config.jax_debug_nans or config.jax_debug_infs:
-        from fnad.backends.numpy_ref.compile import interpret
-        consts = [rt.to_device(_host_value(c)) for c in closed.consts]
-
-        def run(*bufs):
-            return interpret(closed.jaxpr, consts, bufs, backend)
+        from fnad.backends.numpy_ref.compile import interpreter
+        run = interpreter(closed.jaxpr, [rt.to_device(_host_value(c)) for c in closed.consts],
+                          backend)
         run.source = None
         return run
 

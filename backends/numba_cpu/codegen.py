@@ -68,11 +68,8 @@ def compile_jaxpr(closed: ClosedJaxpr):
     """The jaxpr as a Python callable on NumPy buffers (returns a list of buffers)."""
     from fnad.backends import numba_cpu as backend
     if config.jax_debug_nans or config.jax_debug_infs:
-        from fnad.backends.numpy_ref.compile import interpret
-        consts = [np.asarray(c) for c in closed.consts]
-
-        def run(*bufs):
-            return interpret(closed.jaxpr, consts, bufs, backend)
+        from fnad.backends.numpy_ref.compile import interpreter
+        run = interpreter(closed.jaxpr, [np.asarray(c) for c in closed.consts], backend)
         run.source = None
         return run
     return Compiled(closed, *_build(closed, backend, fuse=True))
@@ -108,12 +105,13 @@ class Compiled:
     it) in which case the error is raised.
     """
 
-    __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job")
+    __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job",
+                 "_interp")
 
     def __init__(self, closed, run, source: str, kernels=(), signatures=None):
         self.run, self.source, self._closed = run, source, closed
         self._kernels, self._signatures = tuple(kernels), signatures or {}
-        self._checked, self._job = False, None
+        self._checked, self._job, self._interp = False, None, None
 
     def __call__(self, *bufs):
         if self._checked:
@@ -146,10 +144,13 @@ class Compiled:
         return self._job is not None and self._job.poll() is None
 
     def _interpret(self, bufs):
-        from fnad.backends import numba_cpu as backend
-        from fnad.backends.numpy_ref.compile import interpret
-        closed = self._closed
-        return interpret(closed.jaxpr, [np.asarray(c) for c in closed.consts], bufs, backend)
+        if self._interp is None:               # only while a background compile runs
+            from fnad.backends import numba_cpu as backend
+            from fnad.backends.numpy_ref.compile import interpreter
+            closed = self._closed
+            self._interp = interpreter(closed.jaxpr, [np.asarray(c) for c in closed.consts],
+                                       backend)
+        return self._interp(*bufs)
 
     def _first(self, bufs):
         from numba.core.errors import NumbaError
@@ -169,7 +170,7 @@ class Compiled:
         else:
             from fnad.backends.numba_cpu import precompile
             precompile.write_markers(cache_dir(), self._signatures)
-        self._checked = True
+        self._checked, self._interp = True, None          # the interpreted tier is done
         return out
 
 

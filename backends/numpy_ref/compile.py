@@ -23,20 +23,28 @@ _INLINED = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxp
 
 def compile(closed: ClosedJaxpr):
     from fnad.backends import numpy_ref as backend
-    consts = [np.asarray(c) for c in closed.consts]
-    jaxpr = closed.jaxpr
+    return interpreter(closed.jaxpr, [np.asarray(c) for c in closed.consts], backend)
+
+
+def interpreter(jaxpr: Jaxpr, consts, backend):
+    """`run(*buffers)`: `interpret` of `jaxpr` with its `consts` (buffers of `backend`), the
+    release points worked out once rather than on every call."""
+    dead = _dead_after(jaxpr)
 
     def run(*bufs):
-        return interpret(jaxpr, consts, bufs, backend)
+        return interpret(jaxpr, consts, bufs, backend, dead)
     return run
 
 
-def interpret(jaxpr: Jaxpr, consts, args, backend) -> list:
+def interpret(jaxpr: Jaxpr, consts, args, backend, dead: dict | None = None) -> list:
+    """The outputs of `jaxpr` on `args`, equation by equation; `dead` is `_dead_after(jaxpr)`
+    (computed here when not given)."""
     impls = backend.impl_rules
     env: dict = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
     check = config.jax_debug_nans or config.jax_debug_infs
-    dead = _dead_after(jaxpr)
+    if dead is None:
+        dead = _dead_after(jaxpr)
     for i, eqn in enumerate(jaxpr.eqns):
         ins = [env[v] if type(v) is Var else np.asarray(v.val, v.aval.dtype)
                for v in eqn.invars]
