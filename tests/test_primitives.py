@@ -18,6 +18,7 @@ import pytest
 import fnad
 import fnad.lax
 import specs as specs_pkg
+from user_functions import closed_over
 from fnad import core, dtypes, tree_util
 from fnad.config import config
 from fnad.ir import typecheck_jaxpr
@@ -263,18 +264,10 @@ def test_against_jax(spec, x64):
         return
     tangents = [_tangent_like(rng, dyn[k]) for k in pos]
 
-    def hvp(gfun, xp_dyn):
-        def g_of(*xs):
-            full = list(xp_dyn)
-            for k, x in zip(pos, xs):
-                full[k] = x
-            return gfun(*full)
-        return g_of
-
-    _, h_ours = fnad.jvp(hvp(fnad.grad(s_ours, argnums=argnums), dyn),
+    _, h_ours = fnad.jvp(closed_over(fnad.grad(s_ours, argnums=argnums), dyn, pos),
                          tuple(dyn[k] for k in pos), tuple(tangents))
     jdyn = [jnp.asarray(x) for x in dyn]
-    _, h_theirs = jax.jvp(hvp(jax.grad(s_theirs, argnums=argnums), jdyn),
+    _, h_theirs = jax.jvp(closed_over(jax.grad(s_theirs, argnums=argnums), jdyn, pos),
                           tuple(jdyn[k] for k in pos), tuple(jnp.asarray(t) for t in tangents))
     for a, b in zip(h_ours, h_theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
