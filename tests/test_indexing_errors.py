@@ -312,3 +312,79 @@ def test_gather_grad_is_a_scatter_add_of_the_cotangent(x64):
         return fnad.lax.reduce_sum(ix.gather(x, idx, EMBED, (1, 3)), (0, 1, 2))
     g = fnad.grad(loss)(x)
     np.testing.assert_array_equal(g, [[1, 1, 1], [0, 0, 0], [3, 3, 3], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("op, combine", [(ix.scatter_add, np.add), (ix.scatter_mul, np.multiply),
+                                         (ix.scatter_min, np.minimum),
+                                         (ix.scatter_max, np.maximum)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_scatter_combine_of_whole_rows_matches_a_loop_over_the_updates(op, combine, dtype,
+                                                                        monkeypatch):
+    # Many windows of whole rows (an embedding's gradient) take numpy_ref's row path, which
+    # combines each row's windows in their order: bit for bit the loop's result.
+    took = _spy_rows_at(monkeypatch)
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((10, 4, 5)) * 3).astype(dtype)
+    idx = rng.integers(0, 10, (8, 16, 1)).astype(np.int32)       # 128 windows, repeats
+    u = (rng.standard_normal((8, 16, 4, 5)) * 2).astype(dtype)
+    dn = SDN(update_window_dims=(2, 3), inserted_window_dims=(0,),
+             scatter_dims_to_operand_dims=(0,))
+    want = x.copy()
+    for i, row in zip(idx.reshape(-1), u.reshape(-1, 4, 5)):
+        want[i] = combine(want[i], row)
+    np.testing.assert_array_equal(op(x, idx, u, dn), want)
+    # the same updates stored transposed (a view) and windows out of bounds dropped
+    bad = idx.copy()
+    bad[0, :3, 0] = [10, -1, 99]
+    keep = np.ones(128, bool)
+    keep[:3] = False
+    want = x.copy()
+    for i, row in zip(bad.reshape(-1)[keep], u.reshape(-1, 4, 5)[keep]):
+        want[i] = combine(want[i], row)
+    ut = np.ascontiguousarray(u.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    np.testing.assert_array_equal(op(x, bad, ut, dn, mode="drop"), want)
+    # more windows on one row than the row path makes passes: ufunc.at, the same result
+    same = np.zeros_like(idx)
+    same[1] = 3
+    want = x.copy()
+    for i, row in zip(same.reshape(-1), u.reshape(-1, 4, 5)):
+        want[i] = combine(want[i], row)
+    np.testing.assert_array_equal(op(x, same, u, dn), want)
+    assert took == [True, True, False]
+
+
+def _spy_rows_at(monkeypatch) -> list:
+    """Record, for each scatter combine that numpy_ref runs, whether its row path applied."""
+    from fnad.backends.numpy_ref import indexing as ref
+    took, rows_at = [], ref._rows_at
+
+    def spy(*args):
+        took.append(rows_at(*args))
+        return took[-1]
+    monkeypatch.setattr(ref, "_rows_at", spy)
+    return took
+
+
+def test_scatter_add_of_windows_not_one_block_falls_back_to_ufunc_at(monkeypatch):
+    # windows over dims 0 and 2 scattered along dim 1: each is 4 strided runs of the
+    # operand, which no reshape of it can present as one row (a strided column can)
+    took = _spy_rows_at(monkeypatch)
+    rng = np.random.default_rng(1)
+    x = np.zeros((4, 50, 5), np.float32)
+    idx = rng.integers(0, 50, (64, 1)).astype(np.int32)
+    u = rng.integers(-2, 3, (4, 64, 5)).astype(np.float32)
+    dn = SDN(update_window_dims=(0, 2), inserted_window_dims=(1,),
+             scatter_dims_to_operand_dims=(1,))
+    want = x.copy()
+    for k, i in enumerate(idx[:, 0]):
+        want[:, i] += u[:, k]
+    np.testing.assert_array_equal(ix.scatter_add(x, idx, u, dn), want)
+    col = SDN(update_window_dims=(0,), inserted_window_dims=(1,),
+              scatter_dims_to_operand_dims=(1,))
+    want = np.zeros((20, 50), np.float32)
+    for k, i in enumerate(idx[:, 0]):
+        want[:, i] += u[0, k, 0] * np.arange(20)
+    cols = np.outer(np.arange(20), u[0, :, 0]).astype(np.float32)
+    np.testing.assert_array_equal(ix.scatter_add(np.zeros((20, 50), np.float32), idx, cols, col),
+                                  want)
+    assert took == [False, True]
