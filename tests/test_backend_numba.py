@@ -123,6 +123,35 @@ def test_broadcasts_are_read_in_place():
     check(f, np.asfortranarray(x), b, col, s)              # non-contiguous input
 
 
+def _rope(x):                                  # x: [B, H, T, hd], pairs interleaved
+    even, odd = x[..., ::2], x[..., 1::2]
+    angle = jnp.arange(x.shape[-2], dtype=jnp.float32)[:, None] * 0.1
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    return jnp.stack([even * c - odd * s, even * s + odd * c], -1).reshape(x.shape)
+
+
+@pytest.mark.parametrize("rows", [4, 256])                 # one thread; threaded
+def test_views_are_read_in_place_by_strides(rows):
+    # slices (strided, and of a transposed view), a transpose, a reversal (negative
+    # strides: copied at run time), a broadcast; a kernel calling exp (softmax) copies its
+    # view to a contiguous array instead, so that its loops vectorize
+    def f(qkv):                                             # [B, T, 3 * H * hd]
+        b, t, _ = qkv.shape
+        q = qkv[..., :64].reshape(b, t, 4, 16).transpose(0, 2, 1, 3)
+        k = qkv[..., 64:128].reshape(b, t, 4, 16).transpose(0, 2, 1, 3)
+        q, k = _rope(q), _rope(k)
+        flipped = lax.rev(qkv[:, :, 128:], (1,)) * 2.0 + qkv[:, :1, 128:]
+        return q, k, fnad.nn.softmax(k[..., ::2].transpose(0, 1, 3, 2) * 3.0, -1), flipped
+    x = RNG.standard_normal((rows, 32, 192)).astype(np.float32)
+    src = numba_jit(f).lower(x).source
+    assert src.count("*S(") == 10, src          # 8 for RoPE, 2 for rev + broadcast; not softmax
+    assert ("run_threaded(" in src) == (rows == 256)
+    check(f, x)
+    check(f, np.asfortranarray(x))                          # the views of a non-contiguous input
+    g = fnad.grad(lambda x: sum(jnp.sum(jnp.sin(o)) for o in f(x)))
+    check(g, x, rtol=1e-4, atol=1e-5)
+
+
 def test_fused_chain_is_one_loop_in_the_source():
     f = numba_jit(lambda a, b, c: jnp.tanh(a * b + c) * 0.5 + c / (1 + jnp.exp(-a)))
     x = np.ones((16, 16), np.float32)

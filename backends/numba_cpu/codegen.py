@@ -57,8 +57,9 @@ from fnad.config import config
 from fnad.core import Array
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 from fnad.passes.dce import live_eqns
+from fnad.primitives import shape_ops as so
 
-CODEGEN_VERSION = "3"
+CODEGEN_VERSION = "4"
 STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
 _MODULES: dict = {}                         # kernel name -> imported module
 _DRIVERS: dict = {}                         # driver source sha -> its `make`
@@ -280,17 +281,26 @@ class _ModuleBuilder:
         self.K.append(obj)
         return f"K{len(self.K) - 1}"
 
-    def kernel(self, group, eqns) -> tuple[str, tuple, bool]:
-        """The group's kernel (one module per distinct source): name, sizes, threaded."""
+    def kernel(self, group, eqns, views=frozenset()) -> tuple[str, tuple, bool, frozenset]:
+        """The group's kernel (one module per distinct source): name, sizes, threaded, and
+        which of the inputs numbered in `views` it reads by strides (kernels.kernel_source):
+        all of them, unless it calls math functions such as exp or tanh, whose loops must
+        vectorize. Reading x[:, ::2] by strides, tanh(x[:, ::2]) + 1 on 4000x4000 f32
+        took 14.5 ms against 5.4 ms copying first; x.T * 2 + 1 (2000x2000), with no math
+        function, 2.7 ms against 5.9 ms."""
         from fnad.backends.numba_cpu.kernels import kernel_key, kernel_source
-        key = kernel_key(group, eqns)                  # the same group seen before: reuse
+        key = (kernel_key(group, eqns), views)         # the same group seen before: reuse
         try:
             hit = self._kernel_of.get(key)
         except TypeError:                              # an unhashable param: no reuse
             hit = key = None
         if hit is not None:
             return hit
-        src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel")
+        strided = views
+        src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel", strided)
+        if strided and imports:
+            strided = frozenset()
+            src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel")
         head = [_stamp("kernel"), "import math  # noqa", "", "import numba",
                 "import numpy as np"]
         if imports:
@@ -303,8 +313,8 @@ class _ModuleBuilder:
             name = self._kernel_names[text] = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
         self.kernels.setdefault(name, text.replace("def kernel(", f"def {name}(", 1))
         if key is not None:
-            self._kernel_of[key] = (name, sizes, threaded)
-        return name, sizes, threaded
+            self._kernel_of[key] = (name, sizes, threaded, strided)
+        return name, sizes, threaded, strided
 
     def function(self, jaxpr: Jaxpr, consts, name: str | None = None) -> str:
         """Emit a driver function for `jaxpr`; returns its name."""
@@ -320,7 +330,8 @@ class _ModuleBuilder:
                 "# kernels (modules fnad_k_*.py in the cache dir, source below in .source): "
                 + (", ".join(self.kernels) or "none"),
                 "import numpy as np", ""]
-        make = ["def make(K):", "    C = np.ascontiguousarray  # noqa"]
+        make = ["def make(K):", "    C = np.ascontiguousarray  # noqa",
+                "    S = strided  # noqa"]
         if self.K:
             make.append("    " + ", ".join(f"K{i}" for i in range(len(self.K))) + ", = K")
         for fn in self.functions:
@@ -341,6 +352,12 @@ def _stamp(what: str) -> str:
             f"{mathfns}, runtime {RUNTIME_STAMP}, numba {numba.__version__})")
 
 
+# Primitives whose NumPy implementations return views of their operand where they can
+# (any strides): a kernel reads their results by strides instead of a contiguous copy.
+_VIEW_PRIMITIVES = frozenset({so.slice_p, so.transpose_p, so.reshape_p,
+                              so.broadcast_in_dim_p, so.squeeze_p, so.rev_p})
+
+
 class _Driver:
     """The straight-line Python function of one (flattened) jaxpr."""
 
@@ -351,6 +368,7 @@ class _Driver:
         self.lines: list[str] = []
         self.names: dict = {}
         self.contiguous: set = set()        # Vars known to be C-contiguous arrays
+        self.views: set = set()             # Vars the driver made as views (strides: any)
         self.n = 0
 
     def fresh(self, prefix="v") -> str:
@@ -400,13 +418,19 @@ class _Driver:
     # ---- a fusion group: one kernel call ----
     def group(self, g):
         from fnad.backends.numba_cpu.runtime import NUM_THREADS
-        kname, sizes, threaded = self.m.kernel(g, self.eqns)
+        views = frozenset(k for k, (v, _) in enumerate(g.inputs)
+                          if v in self.views and v.aval.shape)
+        kname, sizes, threaded, strided = self.m.kernel(g, self.eqns, views)
         args = [repr(sizes)] if sizes else []
         spec = [("tuple", len(sizes))] if sizes else []   # the argument types, for precompile
-        for v, _ in g.inputs:
+        for k, (v, _) in enumerate(g.inputs):
             a, dt = self.atom(v), v.aval.dtype
             if not v.aval.shape:        # a fresh 0-d array: one argument type for any scalar
                 args.append(f"np.array({a}, {_np_dtype(dt)})")
+            elif k in strided:          # a view, read in place: flat memory and strides
+                args.append(f"*S({a})")
+                spec += [("array", dt.name, 1), ("tuple", v.aval.ndim)]
+                continue
             else:
                 args.append(a if v in self.contiguous else f"C({a})")
             spec.append(("array", dt.name, v.aval.ndim))
@@ -502,6 +526,8 @@ class _Driver:
         elif impl is not None:
             fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl)
             self.call(fn, ins, eqn)
+            if prim in _VIEW_PRIMITIVES:
+                self.views.update(eqn.outvars)
         elif prim is cond_p:
             self.cond(eqn, ins)
         elif prim is scan_p:
@@ -671,8 +697,8 @@ def load_driver(src: str, kernels: dict):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.runtime import run_threaded
-        namespace = dict(kernels, np=np, run_threaded=run_threaded,
+        from fnad.backends.numba_cpu.runtime import run_threaded, strided
+        namespace = dict(kernels, np=np, run_threaded=run_threaded, strided=strided,
                          __name__=f"fnad_driver_{sha}")
         exec(compile(src, str(path), "exec"), namespace)
         make = _DRIVERS[sha] = namespace["make"]

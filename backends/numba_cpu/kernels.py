@@ -26,6 +26,11 @@ Values are scalars in the loop body: `v3 = v1 * v2` (scalar_ops.py). Loop indice
 unsigned, so numba adds no negative-index wraparound that would stop LLVM from vectorizing.
 A kernel over at least THREADED_MIN elements is *threaded*: it takes its outputs and a chunk
 counter instead, and runtime.run_threaded runs it on several threads.
+
+An input that the driver made as a view (a slice, transpose... of another value) is read
+where it is, by strides, instead of being copied to a contiguous array first: the kernel
+takes a flat array over its memory and its strides (runtime.strided), and each of its dims
+is a loop of its own.
 """
 from __future__ import annotations
 
@@ -75,12 +80,17 @@ class _Emitter:
         return kind(eqn.outvars[0].aval.dtype)
 
 
-def _merge_dims(domain, inner, dmaps):
-    """Runs of adjacent non-unit domain dims that every dmap treats alike (one loop each)."""
+def _merge_dims(domain, inner, dmaps, strided_dmaps=()):
+    """Runs of adjacent non-unit domain dims that every dmap treats alike (one loop each).
+    A value read by strides (`strided_dmaps`) keeps each of its dims a loop of its own:
+    its dims need not merge in memory."""
     pos = [{d: k for k, d in enumerate(dm) if d is not None} for dm in dmaps]
+    apart = [{d for d in dm if d is not None} for dm in strided_dmaps]
 
     def can_merge(a, b):
         if (a in inner) != (b in inner):
+            return False
+        if any(a in dims and b in dims for dims in apart):
             return False
         for dm, p in zip(dmaps, pos):
             pa, pb = p.get(a), p.get(b)
@@ -107,8 +117,8 @@ class _Layout:
     Sizes are not constants in the source: the kernel takes them as its first argument
     `sz` (n0, n1, ...), so one kernel serves every shape with the same structure."""
 
-    def __init__(self, domain, inner, dmaps):
-        self.runs = _merge_dims(domain, inner, dmaps)
+    def __init__(self, domain, inner, dmaps, strided_dmaps=()):
+        self.runs = _merge_dims(domain, inner, dmaps, strided_dmaps)
         self.sizes = [math.prod(domain[d] for d in run) for run in self.runs]
         self.inner = [m for m, run in enumerate(self.runs) if run[0] in inner]
         self.outer = [m for m, run in enumerate(self.runs) if run[0] not in inner]
@@ -132,6 +142,14 @@ class _Layout:
                           if run[-1] in where)
             text = self._indices[dmap] = _flat([m for _, m in dims])
         return text
+
+    def strided_index(self, dmap, k: int) -> str:
+        """Index of input k, read by strides (t<k>_<j>: its stride along dim j, in elements),
+        at loop point (i0, i1, ...); each of its dims is a loop of its own."""
+        run_of = {run[0]: m for m, run in enumerate(self.runs)}
+        terms = [f"i{run_of[d]} * t{k}_{j}" for j, d in enumerate(dmap)
+                 if d is not None and d in run_of]
+        return " + ".join(terms) or "0"
 
     def inner_index(self) -> str:
         return _flat(self.inner)
@@ -229,7 +247,8 @@ class Stages:
 
 
 def emit_body(E, g: pl.Group, members: list, L: _Layout, st: Stages, outs: dict,
-              in_name: dict, in_mask: dict, rules: dict, array, buf_index: str) -> None:
+              in_name: dict, in_mask: dict, rules: dict, array, buf_index: str,
+              input_index=None) -> None:
     """The group's computation at one point of the outer loops (shared by the numba and
     cuda kernels): outer values, then per stage an inner loop that accumulates the
     stage's reductions and computes its inner values, then the values that depend on them.
@@ -237,7 +256,8 @@ def emit_body(E, g: pl.Group, members: list, L: _Layout, st: Stages, outs: dict,
     in_name[(var, dmap)] -> input number k; in_mask[k]: its loop mask (empty: a scalar
     already read into x<k>); `array(k)`: the name of input k's flat array; `buf_index`:
     where the current inner point's value sits in a stage buffer; `rules`: the scalar
-    emitters (scalar_ops.emit_rules, or the cuda backend's)."""
+    emitters (scalar_ops.emit_rules, or the cuda backend's); `input_index(k, dmap)`: where
+    input k's value at the current point sits in its array (default: row-major, L.index)."""
     inner_set = set(L.inner)
     level, stage_of, is_inner = st.level, st.stage_of, st.is_inner
     crossing, buffers = st.crossing, st.buffers
@@ -253,7 +273,8 @@ def emit_body(E, g: pl.Group, members: list, L: _Layout, st: Stages, outs: dict,
                 return f"x{k}"
             cache = stage_cache if in_mask[k] & inner_set else outer_loads
             if ("in", k) not in cache:
-                cache[("in", k)] = E.tmp(f"{array(k)}[{L.index(r[2])}]")
+                at = L.index(r[2]) if input_index is None else input_index(k, r[2])
+                cache[("in", k)] = E.tmp(f"{array(k)}[{at}]")
             return cache[("in", k)]
         v = r[1]
         if stage_cache is not None and is_inner[v] and v in crossing \
@@ -316,11 +337,14 @@ def emit_body(E, g: pl.Group, members: list, L: _Layout, st: Stages, outs: dict,
         outer_values(t + 1)
 
 
-def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
+def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozenset()):
     """(source of the njit function `name`, mathfns names, runtime names, sizes, threaded).
 
     Arguments: `sz`, the loop sizes (omitted for a rank-0 domain); the group's inputs in
-    order (arrays, or rank-0 buffers); then either the shapes of the outputs of rank > 0
+    order (arrays, or rank-0 buffers; an input whose number is in `strided` is two
+    arguments: a flat array over its memory from its first element and its strides in
+    elements, runtime.strided(x), so that a view such as x[..., ::2] is read in place
+    instead of copied); then either the shapes of the outputs of rank > 0
     (it allocates and returns a tuple of the outputs), or, when `threaded`, the output
     arrays themselves, a chunk counter and the number of chunks (it fills the chunks of
     the outermost loop it claims; see runtime.run_threaded). `sizes` is the `sz` to pass.
@@ -329,7 +353,7 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
     members = [eqns[i] for i in g.members]
     outs = {v: k for k, v in enumerate(g.outputs)}
     dmaps = [dm for _, dm in g.inputs] + [g.dmaps[v] for e in members for v in e.outvars]
-    L = _Layout(g.domain, g.inner, dmaps)
+    L = _Layout(g.domain, g.inner, dmaps, [g.inputs[k][1] for k in sorted(strided)])
     st = Stages(g, members, L, outs)
     buffers = st.buffers
 
@@ -354,6 +378,11 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
                 E.line(f"x{k} = scalar_of(a{k})")
         else:
             E.line(f"x{k} = a{k}.reshape(-1)")
+        if k in strided:
+            args.append(f"st{k}")
+            for j, d in enumerate(dm):
+                if d is not None:
+                    E.line(f"t{k}_{j} = np.uint64(st{k}[{j}])")
         in_name[(v, dm)] = k
     for v, k in outs.items():
         if threaded:
@@ -393,7 +422,9 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel"):
         E.depth += 1
 
     emit_body(E, g, members, L, st, outs, in_name, in_mask, emit_rules,
-              array=lambda k: f"x{k}", buf_index=L.inner_index())
+              array=lambda k: f"x{k}", buf_index=L.inner_index(),
+              input_index=lambda k, dm: (L.strided_index(dm, k) if k in strided
+                                         else L.index(dm)))
 
     E.depth = 1
     if threaded:

@@ -161,3 +161,18 @@ def run_threaded(kernel, args: tuple, chunks: int) -> None:
     for f in futures:
         if not f.cancel():
             f.result()
+
+
+# ---- views read in place -------------------------------------------------------------------
+def strided(x) -> tuple:
+    """(flat, strides) for a kernel that reads x by strides (kernels.kernel_source): a 1-D
+    array over x's memory from its first element to its last, and x's strides in elements.
+    A view such as RoPE's x[..., ::2] of a transposed projection is then read where it is
+    instead of copied first (the GPT step of benchmarks/gpt_step.py made 64 such copies).
+    Negative strides (a reversed view) or strides that are not whole elements: a copy."""
+    item = x.itemsize
+    if any(s < 0 or s % item for s in x.strides):
+        x = np.ascontiguousarray(x)
+    steps = tuple(s // item for s in x.strides)
+    extent = 1 + sum((n - 1) * s for n, s in zip(x.shape, steps))
+    return np.lib.stride_tricks.as_strided(x, (extent,), (item,)), steps
