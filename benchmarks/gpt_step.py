@@ -2,9 +2,12 @@
 4 layers, 8 heads, ff=768, vocab 256, batch 8, seq 128), written once against a namespace
 and run by fnad.jit (numba backend) and jax.jit in one process, and, where torch is
 installed, the same model and step written in PyTorch eager (autograd, the same hand-written
-AdamW, not torch.optim) from the same initial parameters and tokens. Prints time per step,
-the cold first call (trace + compile), the ratios fnad/jax (target <= 0.5) and fnad/torch,
-and the losses of each (first step and last timed step, which must agree). A last row
+AdamW, not torch.optim) from the same initial parameters and tokens. The steps are timed
+in rounds, one step of each implementation per round (the machine's speed drifts: blocks
+timed one after another would measure the drift). Prints the median time per step, the
+cold first call (trace + compile), the medians of the rounds' ratios fnad/jax (target
+<= 0.5) and fnad/torch, each round's times, and the losses of each (first step and last
+timed step, which must agree). A last row
 times the step's matrix products alone: the operands fnad's step passed to its GEMM, run
 back to back through np.matmul (OpenBLAS with its own threads), a floor for any
 implementation that computes them with this BLAS. Run:
@@ -19,7 +22,7 @@ import numpy as np
 from _common import header, median_s, optional, table, wait_compiled
 
 D, LAYERS, HEADS, FF, VOCAB, BATCH, SEQ = 256, 4, 8, 768, 256, 8, 128
-REPEAT, WARMUP = 7, 1          # timed steps; untimed steps between the first call and them
+REPEAT, WARMUP = 9, 1          # timed rounds; untimed steps between the first call and them
 B1, B2, LR, WD = 0.9, 0.999, 3e-4, 0.01                     # AdamW
 
 
@@ -164,8 +167,8 @@ def tree_like(tree, leaves):
 
 
 def run_torch(torch, params, tokens):
-    """(first call, time per step, first-step loss, last loss) of the PyTorch eager step,
-    with the protocol of `run`."""
+    """(first call, one step, state, first-step loss) of the PyTorch eager step, with the
+    protocol of `run`."""
     params = tree_map(lambda a: torch.tensor(a).requires_grad_(), params)
     opt = {"m": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
            "v": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
@@ -179,11 +182,12 @@ def run_torch(torch, params, tokens):
 
     def one():
         state["p"], state["o"], state["last"] = step(state["p"], state["o"], tokens)
-    t = median_s(one, number=1, repeat=REPEAT, warmup=WARMUP)
-    return cold, t, float(out[2]), float(state["last"])
+    return cold, one, state, float(out[2])
 
 
 def run(lib, jnp, nn, params, tokens, jit):
+    """(first call, compiled code ready, one step, state, first-step loss): `one()` runs a
+    step from `state` and leaves the new parameters, optimizer state and loss there."""
     params = lib.tree_util.tree_map(jnp.asarray, params)
     opt = {"m": lib.tree_util.tree_map(jnp.zeros_like, params),
            "v": lib.tree_util.tree_map(jnp.zeros_like, params),
@@ -201,8 +205,26 @@ def run(lib, jnp, nn, params, tokens, jit):
         p, o, value = step(state["p"], state["o"], tokens)
         lib.block_until_ready(value)
         state["p"], state["o"], state["last"] = p, o, value
-    t = median_s(one, number=1, repeat=REPEAT, warmup=WARMUP)
-    return cold, ready, t, one, (float(out[2]), float(state["last"]))
+    return cold, ready, one, state, float(out[2])
+
+
+def interleaved(steps: dict, repeat: int, warmup: int) -> dict:
+    """{name: median seconds per step, and name + " rounds": the per-round times}: after
+    `warmup` untimed steps each, `repeat` rounds of one step of every implementation, the
+    first of each round rotating. The machine this runs on drifts by up to 1.5x within
+    minutes: timed in blocks one after another, the ratio of two implementations measured
+    that drift as much as their speed; rounds give each the same conditions."""
+    names = list(steps)
+    for name in names:
+        for _ in range(warmup):
+            steps[name]()
+    times: dict = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter()
+            steps[name]()
+            times[name].append(time.perf_counter() - t0)
+    return times
 
 
 def gemm_floor(run_step) -> tuple[int, float, float]:
@@ -231,44 +253,56 @@ def main() -> None:
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
-    rows, losses = [], {}
+    rows, steps, states, first = [], {}, {}, {}
     jax = optional("jax")
-    t_jax = None
     if jax is not None:
         import jax.numpy as jjnp
-        cold, _, t_jax, _, losses["jax.jit"] = run(jax, jjnp, jax.nn, params, tokens, jax.jit)
-        rows += [("GPT step: first call (compile)", "jax.jit", cold),
-                 ("GPT step", "jax.jit", t_jax)]
+        cold, _, steps["jax.jit"], states["jax.jit"], first["jax.jit"] = run(
+            jax, jjnp, jax.nn, params, tokens, jax.jit)
+        rows.append(("GPT step: first call (compile)", "jax.jit", cold))
     import fnad
     import fnad.numpy as fnp
-    cold_f, ready_f, t, fnad_step, losses["fnad.jit"] = run(fnad, fnp, fnad.nn, params,
-                                                            tokens, fnad.jit)
-    n_gemm, gflop, t_gemm = gemm_floor(fnad_step)
-    torch = optional("torch")                     # imported after fnad and jax are timed
-    t_torch = None
-    if torch is not None:
-        cold_t, t_torch, *losses["torch eager"] = run_torch(torch, params, tokens)
+    cold_f, ready_f, steps["fnad.jit"], states["fnad.jit"], first["fnad.jit"] = run(
+        fnad, fnp, fnad.nn, params, tokens, fnad.jit)
     rows += [("GPT step: first call (compile)", "fnad.jit (numba)", cold_f),
-             ("GPT step: compiled code ready", "fnad.jit (numba)", ready_f),
-             ("GPT step", "fnad.jit (numba)", t, None if t_jax is None else t / t_jax,
-              None if t_torch is None else t / t_torch)]
+             ("GPT step: compiled code ready", "fnad.jit (numba)", ready_f)]
+    torch = optional("torch")
     if torch is not None:
-        rows += [("GPT step: first call", "torch eager", cold_t),
-                 ("GPT step", "torch eager", t_torch)]
+        cold_t, steps["torch eager"], states["torch eager"], first["torch eager"] = run_torch(
+            torch, params, tokens)
+        rows.append(("GPT step: first call", "torch eager", cold_t))
+    times = interleaved(steps, REPEAT, WARMUP)
+    med = {name: float(np.median(ts)) for name, ts in times.items()}
+    last = {name: float(state["last"]) for name, state in states.items()}
+    n_gemm, gflop, t_gemm = gemm_floor(steps["fnad.jit"])
+
+    def per_round(other):                     # the median of the rounds' fnad/other ratios
+        if other not in times:
+            return None
+        return float(np.median(np.array(times["fnad.jit"]) / np.array(times[other])))
+    for name in steps:
+        ratios = (per_round("jax.jit"), per_round("torch eager")) if name == "fnad.jit" else ()
+        rows.append(("GPT step", name if name != "fnad.jit" else "fnad.jit (numba)",
+                     med[name], *ratios))
     rows.append((f"its {n_gemm} products alone", "np.matmul (OpenBLAS)", t_gemm,
-                 None if t_jax is None else t_gemm / t_jax))
+                 None if "jax.jit" not in med else t_gemm / med["jax.jit"]))
     print(header())
     ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
     threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
     print(table(rows, f"GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128{threads}",
                 ratios=ratios))
+    print(f"step times: medians of {REPEAT} rounds, each round one step of every "
+          "implementation; ratios: medians of the rounds' ratios")
+    for name, ts in times.items():
+        print(f"  {name:12s} " + " ".join(f"{t * 1e3:6.1f}" for t in ts) + " ms")
     print(f"products: {gflop:.1f} GFLOP, {gflop / t_gemm:.0f} GF/s through np.matmul; "
           f"the fnad/jax column of that row is the ratio no step doing them can beat")
-    ref = losses["fnad.jit"]
-    for impl, (first, last) in losses.items():
-        print(f"loss {impl:12s} first step {first:.6f} (diff {first - ref[0]:+.1e}), "
-              f"after {1 + WARMUP + REPEAT} steps {last:.6f} (diff {last - ref[1]:+.1e})")
-    bad = [impl for impl, (first, _) in losses.items() if abs(first - ref[0]) > 1e-4]
+    ref_first, ref_last = first["fnad.jit"], last["fnad.jit"]
+    for impl in steps:
+        print(f"loss {impl:12s} first step {first[impl]:.6f} "
+              f"(diff {first[impl] - ref_first:+.1e}), after {1 + WARMUP + REPEAT} steps "
+              f"{last[impl]:.6f} (diff {last[impl] - ref_last:+.1e})")
+    bad = [impl for impl in steps if abs(first[impl] - ref_first) > 1e-4]
     if bad:
         raise SystemExit(f"first-step loss of {', '.join(bad)} differs from fnad's by > 1e-4")
 
