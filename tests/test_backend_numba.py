@@ -132,8 +132,8 @@ def _rope(x):                                  # x: [B, H, T, hd], pairs interle
 
 @pytest.mark.parametrize("rows", [4, 256])                 # one thread; threaded
 def test_views_are_read_in_place_by_strides(rows):
-    # slices (strided, and of a transposed view), a transpose, a reversal (negative
-    # strides: copied at run time), a broadcast; a kernel calling exp (softmax) copies its
+    # slices (strided, of a transposed view, and one broadcast along a dim), a transpose, a
+    # reversal (negative strides: copied at run time); a kernel calling exp copies its
     # view to a contiguous array instead, so that its loops vectorize
     def f(qkv):                                             # [B, T, 3 * H * hd]
         b, t, _ = qkv.shape
@@ -144,12 +144,28 @@ def test_views_are_read_in_place_by_strides(rows):
         return q, k, fnad.nn.softmax(k[..., ::2].transpose(0, 1, 3, 2) * 3.0, -1), flipped
     x = RNG.standard_normal((rows, 32, 192)).astype(np.float32)
     src = numba_jit(f).lower(x).source
-    assert src.count("*S(") == 10, src          # 8 for RoPE, 2 for rev + broadcast; not softmax
+    assert src.count("*S(") == 10, src          # 8 for RoPE, rev, the slice; not softmax
     assert ("run_threaded(" in src) == (rows == 256)
     check(f, x)
     check(f, np.asfortranarray(x))                          # the views of a non-contiguous input
     g = fnad.grad(lambda x: sum(jnp.sum(jnp.sin(o)) for o in f(x)))
     check(g, x, rtol=1e-4, atol=1e-5)
+
+
+def test_strided_gives_flat_memory_and_element_strides_or_a_copy():
+    from fnad.backends.numba_cpu.runtime import strided
+    base = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8)
+    views = {"slice of a transpose": base.transpose(1, 0, 2)[1:5, :, ::3],
+             "reversed": base[:, ::-1],
+             "read-only broadcast": np.broadcast_to(base[:, :1], (4, 6, 8))}
+    for what, v in views.items():
+        flat, steps = strided(v)
+        assert flat.ndim == 1 and flat.flags.c_contiguous and flat.flags.writeable, what
+        for idx in np.ndindex(v.shape):
+            assert flat[sum(i * s for i, s in zip(idx, steps))] == v[idx], (what, idx)
+    flat, steps = strided(views["slice of a transpose"])
+    assert np.shares_memory(flat, base) and steps == (8, 48, 3)     # read in place
+    assert not np.shares_memory(strided(views["reversed"])[0], base)
 
 
 def test_fused_chain_is_one_loop_in_the_source():

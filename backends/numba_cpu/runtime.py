@@ -169,10 +169,12 @@ def strided(x) -> tuple:
     array over x's memory from its first element to its last, and x's strides in elements.
     A view such as RoPE's x[..., ::2] of a transposed projection is then read where it is
     instead of copied first (the GPT step of benchmarks/gpt_step.py made 64 such copies).
-    Negative strides (a reversed view) or strides that are not whole elements: a copy."""
+    Negative strides (a reversed view), strides that are not whole elements, or a read-only
+    view (np.broadcast_to's: numba would compile the kernel again for read-only arrays):
+    a copy."""
     item = x.itemsize
-    if any(s < 0 or s % item for s in x.strides):
-        x = np.ascontiguousarray(x)
+    if not x.flags.writeable or any(s < 0 or s % item for s in x.strides):
+        x = np.array(x, order="C")
     steps = tuple(s // item for s in x.strides)
     extent = 1 + sum((n - 1) * s for n, s in zip(x.shape, steps))
     return np.lib.stride_tricks.as_strided(x, (extent,), (item,)), steps
