@@ -209,11 +209,11 @@ def run(lib, jnp, nn, params, tokens, jit):
 
 
 def interleaved(steps: dict, repeat: int, warmup: int) -> dict:
-    """{name: median seconds per step, and name + " rounds": the per-round times}: after
-    `warmup` untimed steps each, `repeat` rounds of one step of every implementation, the
-    first of each round rotating. The machine this runs on drifts by up to 1.5x within
-    minutes: timed in blocks one after another, the ratio of two implementations measured
-    that drift as much as their speed; rounds give each the same conditions."""
+    """{name: its step's time in each round (seconds)}: after `warmup` untimed steps each,
+    `repeat` rounds of one step of every implementation, the first of each round rotating.
+    The machine this runs on drifts by up to 1.5x within minutes: timed in blocks one after
+    another, the ratio of two implementations measured that drift as much as their speed;
+    rounds give each the same conditions."""
     names = list(steps)
     for name in names:
         for _ in range(warmup):

@@ -180,9 +180,10 @@ def _rows_at(ufunc, target, index, upd) -> bool:
     trailing dims (an embedding's gradient: rows of a table), one pass per repeat: pass r
     combines, with one fancy-indexed ufunc call, the r-th window to land on each row. Each
     row sees its windows in their order, so the result is ufunc.at's bit for bit; ufunc.at
-    walks such windows element by element (1024 rows of 256 into a [256, 256] table:
-    3.4 ms; this way 0.2 ms). False (nothing done) where it does not apply: few or narrow
-    windows, many on one row, or a target whose rows are not one memory block each."""
+    walks such windows element by element (the scatter-add of 1024 rows of 256 into a
+    [256, 256] table: 3.4 ms that way, 0.32 ms this way). False (nothing done) where it
+    does not apply: few or narrow windows, many on one row, or a target whose rows are not
+    one memory block each."""
     k = len(index)
     idx_shape = index[0].shape
     n, width = math.prod(idx_shape), math.prod(target.shape[k:])
