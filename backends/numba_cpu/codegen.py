@@ -425,12 +425,12 @@ class _Driver:
         spec = [("tuple", len(sizes))] if sizes else []   # the argument types, for precompile
         for k, (v, _) in enumerate(g.inputs):
             a, dt = self.atom(v), v.aval.dtype
-            if not v.aval.shape:        # a fresh 0-d array: one argument type for any scalar
-                args.append(f"np.array({a}, {_np_dtype(dt)})")
-            elif k in strided:          # a view, read in place: flat memory and strides
+            if k in strided:            # a view, read in place: flat memory and strides
                 args.append(f"*S({a})")
                 spec += [("array", dt.name, 1), ("tuple", v.aval.ndim)]
                 continue
+            if not v.aval.shape:        # a fresh 0-d array: one argument type for any scalar
+                args.append(f"np.array({a}, {_np_dtype(dt)})")
             else:
                 args.append(a if v in self.contiguous else f"C({a})")
             spec.append(("array", dt.name, v.aval.ndim))
