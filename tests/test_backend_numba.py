@@ -168,6 +168,43 @@ def test_strided_gives_flat_memory_and_element_strides_or_a_copy():
     assert not np.shares_memory(strided(views["reversed"])[0], base)
 
 
+def test_concatenates_of_views_are_written_into_one_buffer():
+    # the shape of the QKV gradient: q and k interleaved back from RoPE's halves,
+    # transposed to [B, T, H, hd] and reshaped, joined with v: one buffer, each leaf
+    # copied once into its view of it, instead of a copy per concatenate and reshape
+    def merge(x1, x2):                                      # [B, H, T, 4] x 2 -> [B, T, 32]
+        z = jnp.concatenate([x1.reshape(x1.shape + (1,)), x2.reshape(x2.shape + (1,))], -1)
+        return z.reshape(2, 4, 3, 8).transpose(0, 2, 1, 3).reshape(2, 3, 32)
+
+    def f(a, b, v):                                         # v: [B, H, T, 8]
+        v2 = v.transpose(0, 2, 1, 3).reshape(2, 3, 32)
+        inner = jnp.concatenate([merge(b, a * 2.0), v2], -1)
+        return jnp.concatenate([merge(jnp.sin(a), b), inner], -1)
+
+    a, b = (RNG.standard_normal((2, 4, 3, 4)).astype(np.float32) for _ in range(2))
+    v = RNG.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    src = numba_jit(f).lower(a, b, v).source
+    assert src.count("# concatenates written in place") == 1, src
+    assert src.count("[...] = ") == 5, src                  # 4 RoPE halves and v
+    assert "dimension=" not in src, src                     # no np.concatenate left
+    check(f, a, b, v)
+    check(f, np.asfortranarray(a), b, v[:, :, ::-1])        # leaves of any layout
+
+    # left as leaves: a concatenate also returned (read twice), and reshapes that are not
+    # views of the buffer (in `outer`, [3, 8] of a transposed [3, 2, 4] view; in the last,
+    # the rows of a [4, 6] buffer's left half are not one [2, 6] block): `outer` absorbs
+    # its transpose only, the last concatenate absorbs nothing and stays np.concatenate
+    def g(a, t):                                            # a: [4, 3], t: [2, 6]
+        inner = jnp.concatenate([a * 2.0, a], 0)            # [8, 3]
+        outer = jnp.concatenate([inner.T.reshape(3, 2, 4).transpose(1, 0, 2), a.T[None]], 0)
+        return outer, inner, jnp.concatenate([t.reshape(4, 3), a], 1)
+    a, t = RNG.standard_normal((4, 3)).astype(np.float32), RNG.random((2, 6), np.float32)
+    src = numba_jit(g).lower(a, t).source
+    assert src.count("# concatenates written in place") == 1, src
+    assert src.count("[...] = ") == 2 and ".transpose((1, 0, 2))[...] = " in src, src
+    check(g, a, t)
+
+
 def test_fused_chain_is_one_loop_in_the_source():
     f = numba_jit(lambda a, b, c: jnp.tanh(a * b + c) * 0.5 + c / (1 + jnp.exp(-a)))
     x = np.ones((16, 16), np.float32)

@@ -358,6 +358,19 @@ _VIEW_PRIMITIVES = frozenset({so.slice_p, so.transpose_p, so.reshape_p,
                               so.broadcast_in_dim_p, so.squeeze_p, so.rev_p})
 
 
+class _Placed:
+    """A tree of concatenates written into the root's new buffer (_Driver.placements):
+    `writes` holds (leaf, index/view path into the buffer); `inputs` and `outputs` read
+    as a kernel group's do."""
+
+    __slots__ = ("root", "writes", "inputs", "outputs")
+
+    def __init__(self, root: Var, writes: list):
+        self.root, self.writes = root, writes
+        self.inputs = [(a, None) for a, _ in writes if type(a) is Var]
+        self.outputs = [root]
+
+
 class _Driver:
     """The straight-line Python function of one (flattened) jaxpr."""
 
@@ -400,11 +413,14 @@ class _Driver:
             self.names[v] = self.m.const(np.ascontiguousarray(np.asarray(c)))
             self.contiguous.add(v)
         steps = plan(self.eqns, self.outvars, fusable if self.m.fuse else _never)
+        steps = self.placements(steps)
         self.inplace = self.inplace_updates(steps)
         dead = self.dead_after(steps)
         for pos, (kind, x) in enumerate(steps):
             if kind == "group":
                 self.group(x)
+            elif kind == "place":
+                self.place(x)
             else:
                 self.eqn(self.eqns[x], x in self.inplace)
             names = sorted(self.names[v] for v in dead.get(pos, ()) if v in self.names)
@@ -461,8 +477,8 @@ class _Driver:
         benchmarks/gpt_step.py: peak resident memory 600 MB without, 355 MB with)."""
         from fnad.passes.dce import last_reads
         defined = {v for kind, x in steps
-                   for v in (x.outputs if kind == "group" else self.eqns[x].outvars)}
-        reads = [[v for v, _ in x.inputs] if kind == "group" else self.eqns[x].invars
+                   for v in (self.eqns[x].outvars if kind == "eqn" else x.outputs)}
+        reads = [self.eqns[x].invars if kind == "eqn" else [v for v, _ in x.inputs]
                  for kind, x in steps]
         return last_reads([[v for v in vs if v in defined] for vs in reads], self.outvars)
 
@@ -479,8 +495,8 @@ class _Driver:
         views)."""
         from fnad.primitives.shape_ops import dynamic_update_slice_p
         eqns, foreign = self.eqns, object()           # foreign: inputs, constants, literals
-        reads = [[v for v, _ in x.inputs] if kind == "group"
-                 else [a for a in eqns[x].invars if type(a) is Var] for kind, x in steps]
+        reads = [[a for a in eqns[x].invars if type(a) is Var] if kind == "eqn"
+                 else [v for v, _ in x.inputs] for kind, x in steps]
         last = {v: pos for pos, vs in enumerate(reads) for v in vs}
         last.update((v, len(steps)) for v in self.outvars if type(v) is Var)
         roots: dict = {}                              # Var -> the buffers it may alias
@@ -492,7 +508,7 @@ class _Driver:
             for r in rs:
                 members.setdefault(r, []).append(v)
         for pos, (kind, x) in enumerate(steps):
-            if kind == "group":
+            if kind != "eqn":                         # a kernel's or a placement's: new
                 for v in x.outputs:
                     bind(v, (v,))
                 continue
@@ -512,6 +528,89 @@ class _Driver:
             for v in e.outvars:
                 bind(v, rs)
         return inplace
+
+    # ---- concatenates written in place ----
+    def placements(self, steps) -> list:
+        """`steps` with each tree of concatenates (and the reshapes, transposes and
+        squeezes between them, each read once) replaced by one ("place", _Placed) step
+        that allocates the root concatenate's buffer and copies every leaf into its view
+        of it. A gradient that flows back through split -> reshape -> transpose -> RoPE's
+        interleave (the GPT step's QKV gradient) is then copied once into the [B, T, 3D]
+        buffer instead of once per level (concat, reshape of a transposed array, concat).
+        A reshape joins a tree only where it is a view of the buffer (the layout is known
+        here: the buffer is a fresh C-ordered array); otherwise its result is a leaf."""
+        from fnad.primitives import shape_ops as so
+        eqns = self.eqns
+        pos_of = {x: pos for pos, (kind, x) in enumerate(steps) if kind == "eqn"}
+        producer = {e.outvars[0]: i for i, e in enumerate(eqns)
+                    if i in pos_of and len(e.outvars) == 1}
+        reads: dict = {}
+        for kind, x in steps:
+            for a in (eqns[x].invars if kind == "eqn" else [v for v, _ in x.inputs]):
+                if type(a) is Var:
+                    reads[a] = reads.get(a, 0) + 1
+        for v in self.outvars:
+            if type(v) is Var:
+                reads[v] = reads.get(v, 0) + 2        # never absorbed: it is returned
+        moves = {so.reshape_p, so.transpose_p, so.squeeze_p, so.concatenate_p}
+        absorbed: set = set()
+        placed: dict = {}                             # step position of a root -> _Placed
+
+        def walk(a, view, path, writes, taken) -> None:
+            i = producer.get(a) if type(a) is Var else None
+            e = eqns[i] if i is not None else None
+            if e is None or e.primitive not in moves or reads.get(a) != 1:
+                writes.append((a, path))
+                return
+            x = e.invars[0]
+            if e.primitive is so.concatenate_p:
+                taken.append(i)
+                split(e, view, path, writes, taken)
+            elif e.primitive is so.transpose_p:
+                inv = tuple(int(k) for k in np.argsort(e.params["permutation"]))
+                taken.append(i)
+                walk(x, view.transpose(inv), f"{path}.transpose({inv!r})", writes, taken)
+            else:                                     # reshape, squeeze: a view or a leaf
+                shape = tuple(x.aval.shape)
+                inner = view.reshape(shape)
+                if not np.may_share_memory(inner, view):
+                    writes.append((a, path))
+                    return
+                taken.append(i)
+                walk(x, inner, f"{path}.reshape({shape!r})", writes, taken)
+
+        def split(e, view, path, writes, taken) -> None:
+            d, start = e.params["dimension"], 0
+            for x in e.invars:
+                n = x.aval.shape[d]
+                index = ", ".join([":"] * d + [f"{start}:{start + n}"])
+                walk(x, view[(slice(None),) * d + (slice(start, start + n),)],
+                     f"{path}[{index}]", writes, taken)
+                start += n
+
+        for pos in range(len(steps) - 1, -1, -1):
+            kind, i = steps[pos]
+            if kind != "eqn" or i in absorbed or eqns[i].primitive is not so.concatenate_p:
+                continue
+            root = eqns[i].outvars[0]
+            dummy = np.empty(root.aval.shape, np.int8)   # untouched pages: only strides matter
+            writes, taken = [], []
+            split(eqns[i], dummy, "", writes, taken)
+            if taken:                                 # else np.concatenate does as well
+                absorbed.update(taken)
+                placed[pos] = _Placed(root, writes)
+        return [("place", placed[pos]) if pos in placed else step
+                for pos, step in enumerate(steps)
+                if step[0] != "eqn" or step[1] not in absorbed]
+
+    def place(self, p: _Placed):
+        v = p.root
+        out = self.define(v)
+        self.line(f"{out} = np.empty({tuple(v.aval.shape)!r}, {_np_dtype(v.aval.dtype)})"
+                  f"  # concatenates written in place")
+        for a, path in p.writes:
+            self.line(f"{out}{path}[...] = {self.atom(a)}")
+        self.contiguous.add(v)
 
     # ---- one equation in the driver ----
     def eqn(self, eqn, inplace: bool = False):
