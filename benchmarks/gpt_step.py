@@ -12,10 +12,14 @@ times the step's matrix products alone: the operands fnad's step passed to its G
 back to back through np.matmul (OpenBLAS with its own threads), a floor for any
 implementation that computes them with this BLAS. Run:
 
-    python benchmarks/gpt_step.py
+    python benchmarks/gpt_step.py [--rounds N] [--without jax] [--without torch]
+
+(`--rounds`: timed rounds, 9 by default; `--without`: leave an implementation out of the
+process even where it is installed.)
 """
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -249,12 +253,18 @@ def gemm_floor(run_step) -> tuple[int, float, float]:
     return len(pairs), flops / 1e9, median_s(all_products, repeat=REPEAT, warmup=1)
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="GPT-style train step: fnad vs jax, torch")
+    parser.add_argument("--rounds", type=int, default=REPEAT, help="timed rounds")
+    parser.add_argument("--without", action="append", default=[], choices=["jax", "torch"],
+                        help="leave this implementation out")
+    args = parser.parse_args(argv)
+    rounds = args.rounds
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
     rows, steps, states, first = [], {}, {}, {}
-    jax = optional("jax")
+    jax = None if "jax" in args.without else optional("jax")
     if jax is not None:
         import jax.numpy as jjnp
         cold, _, steps["jax.jit"], states["jax.jit"], first["jax.jit"] = run(
@@ -266,12 +276,12 @@ def main() -> None:
         fnad, fnp, fnad.nn, params, tokens, fnad.jit)
     rows += [("GPT step: first call (compile)", "fnad.jit (numba)", cold_f),
              ("GPT step: compiled code ready", "fnad.jit (numba)", ready_f)]
-    torch = optional("torch")
+    torch = None if "torch" in args.without else optional("torch")
     if torch is not None:
         cold_t, steps["torch eager"], states["torch eager"], first["torch eager"] = run_torch(
             torch, params, tokens)
         rows.append(("GPT step: first call", "torch eager", cold_t))
-    times = interleaved(steps, REPEAT, WARMUP)
+    times = interleaved(steps, rounds, WARMUP)
     med = {name: float(np.median(ts)) for name, ts in times.items()}
     last = {name: float(state["last"]) for name, state in states.items()}
     n_gemm, gflop, t_gemm = gemm_floor(steps["fnad.jit"])
@@ -291,7 +301,7 @@ def main() -> None:
     threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
     print(table(rows, f"GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128{threads}",
                 ratios=ratios))
-    print(f"step times: medians of {REPEAT} rounds, each round one step of every "
+    print(f"step times: medians of {rounds} rounds, each round one step of every "
           "implementation; ratios: medians of the rounds' ratios")
     for name, ts in times.items():
         print(f"  {name:12s} " + " ".join(f"{t * 1e3:6.1f}" for t in ts) + " ms")
@@ -300,7 +310,7 @@ def main() -> None:
     ref_first, ref_last = first["fnad.jit"], last["fnad.jit"]
     for impl in steps:
         print(f"loss {impl:12s} first step {first[impl]:.6f} "
-              f"(diff {first[impl] - ref_first:+.1e}), after {1 + WARMUP + REPEAT} steps "
+              f"(diff {first[impl] - ref_first:+.1e}), after {1 + WARMUP + rounds} steps "
               f"{last[impl]:.6f} (diff {last[impl] - ref_last:+.1e})")
     bad = [impl for impl in steps if abs(first[impl] - ref_first) > 1e-4]
     if bad:
