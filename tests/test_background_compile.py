@@ -59,6 +59,23 @@ def test_runs_interpreted_then_loads_what_the_child_compiled(fresh_cache):
     assert comp._checked and comp._job is None
 
 
+def test_child_imports_the_installed_fnad_from_any_working_directory(fresh_cache, tmp_path,
+                                                                    monkeypatch):
+    # run from a checkout (the README's quickstart runs `fnad-train` in one) a `fnad/`
+    # directory in the working directory must not shadow the installed package in the
+    # child (`python -m` puts the working directory first on sys.path)
+    work = tmp_path / "checkout"
+    (work / "fnad").mkdir(parents=True)
+    (work / "fnad" / "__init__.py").write_text("raise ImportError('the checkout, not fnad')\n")
+    monkeypatch.chdir(work)
+    f = program(0.75)
+    comp = fnad.jit(f).lower(X).compile()
+    assert comp._signatures
+    proc = precompile.start(fresh_cache, comp._signatures)
+    assert proc.wait(timeout=300) == 0
+    assert precompile.markers_present(fresh_cache, comp._signatures)
+
+
 def test_compiles_in_the_foreground_when_off(fresh_cache):
     f = program(2.3456)
     jf = fnad.jit(f)

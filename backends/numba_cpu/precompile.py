@@ -37,12 +37,15 @@ def write_markers(cache: pathlib.Path, signatures: dict) -> None:
 
 
 def start(cache: pathlib.Path, signatures: dict) -> subprocess.Popen:
-    """A child process compiling `signatures` ({kernel name: {spec}}) into `cache`."""
+    """A child process compiling `signatures` ({kernel name: {spec}}) into `cache`. It
+    runs in the cache dir: `python -m` puts its working directory first on sys.path, and
+    run from a checkout of fnad (as the README's quickstart is) the source tree's `fnad/`,
+    which lacks the installed `fnad.backends`, would shadow the installed package."""
     job = {"dir": str(cache), "kernels": {n: sorted(s) for n, s in signatures.items()}}
     env = dict(os.environ, FNAD_CACHE_DIR=str(cache))
     proc = subprocess.Popen([sys.executable, "-m", "fnad.backends.numba_cpu.precompile"],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+                            stderr=subprocess.DEVNULL, env=env, cwd=str(cache))
     proc.stdin.write(json.dumps(job).encode())
     proc.stdin.close()
     return proc
