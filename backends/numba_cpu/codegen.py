@@ -478,9 +478,14 @@ class _Driver:
         from fnad.passes.dce import last_reads
         defined = {v for kind, x in steps
                    for v in (self.eqns[x].outvars if kind == "eqn" else x.outputs)}
-        reads = [self.eqns[x].invars if kind == "eqn" else [v for v, _ in x.inputs]
-                 for kind, x in steps]
-        return last_reads([[v for v in vs if v in defined] for vs in reads], self.outvars)
+        return last_reads([[v for v in vs if v in defined] for vs in self.step_reads(steps)],
+                          self.outvars)
+
+    def step_reads(self, steps) -> list[list[Var]]:
+        """The Vars each step reads: an equation's operands, a kernel's or a placement's
+        inputs."""
+        return [[a for a in self.eqns[x].invars if type(a) is Var] if kind == "eqn"
+                else [v for v, _ in x.inputs] for kind, x in steps]
 
     # ---- buffers updated in place ----
     def inplace_updates(self, steps) -> set:
@@ -495,9 +500,7 @@ class _Driver:
         views)."""
         from fnad.primitives.shape_ops import dynamic_update_slice_p
         eqns, foreign = self.eqns, object()           # foreign: inputs, constants, literals
-        reads = [[a for a in eqns[x].invars if type(a) is Var] if kind == "eqn"
-                 else [v for v, _ in x.inputs] for kind, x in steps]
-        last = {v: pos for pos, vs in enumerate(reads) for v in vs}
+        last = {v: pos for pos, vs in enumerate(self.step_reads(steps)) for v in vs}
         last.update((v, len(steps)) for v in self.outvars if type(v) is Var)
         roots: dict = {}                              # Var -> the buffers it may alias
         members: dict = {}                            # buffer -> the Vars that may alias it
@@ -539,19 +542,13 @@ class _Driver:
         buffer instead of once per level (concat, reshape of a transposed array, concat).
         A reshape joins a tree only where it is a view of the buffer (the layout is known
         here: the buffer is a fresh C-ordered array); otherwise its result is a leaf."""
-        from fnad.primitives import shape_ops as so
+        from fnad.passes.dce import read_counts
         eqns = self.eqns
-        pos_of = {x: pos for pos, (kind, x) in enumerate(steps) if kind == "eqn"}
+        top = {x for kind, x in steps if kind == "eqn"}
         producer = {e.outvars[0]: i for i, e in enumerate(eqns)
-                    if i in pos_of and len(e.outvars) == 1}
-        reads: dict = {}
-        for kind, x in steps:
-            for a in (eqns[x].invars if kind == "eqn" else [v for v, _ in x.inputs]):
-                if type(a) is Var:
-                    reads[a] = reads.get(a, 0) + 1
-        for v in self.outvars:
-            if type(v) is Var:
-                reads[v] = reads.get(v, 0) + 2        # never absorbed: it is returned
+                    if i in top and len(e.outvars) == 1}
+        # an output counts as a read: never absorbed (a concatenate's operand read there too)
+        reads = read_counts(self.step_reads(steps), self.outvars)
         moves = {so.reshape_p, so.transpose_p, so.squeeze_p, so.concatenate_p}
         absorbed: set = set()
         placed: dict = {}                             # step position of a root -> _Placed

@@ -27,7 +27,7 @@ from fnad.passes._util import has_sub_jaxprs, call_primitive, has_effects, map_s
 from fnad.primitives.control_flow import cond_p, scan_p
 from fnad.remat import remat_p
 
-__all__ = ["dce", "dce_jaxpr", "dce_rules", "last_reads", "live_eqns"]
+__all__ = ["dce", "dce_jaxpr", "dce_rules", "last_reads", "live_eqns", "read_counts"]
 
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -79,6 +79,17 @@ def last_reads(reads: Sequence[Sequence], keep: Sequence = ()) -> dict[int, list
     for v, i in last.items():
         out.setdefault(i, []).append(v)
     return out
+
+
+def read_counts(reads: Sequence[Sequence], outputs: Sequence = ()) -> dict[Var, int]:
+    """Var -> how often it is read, where `reads[i]` are the atoms that the i-th step of a
+    straight-line program reads; an output counts as one more read."""
+    counts: dict = {}
+    for atoms in (*reads, outputs):
+        for a in atoms:
+            if type(a) is Var:
+                counts[a] = counts.get(a, 0) + 1
+    return counts
 
 
 def live_eqns(eqns: Sequence[JaxprEqn], outvars: Sequence) -> tuple[list[JaxprEqn], set[Var]]:

@@ -47,6 +47,7 @@ import numpy as np
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, JaxprEqn, Literal, Var
 from fnad.passes._util import Renamer, has_sub_jaxprs, map_sub_jaxprs, with_eqns
+from fnad.passes.dce import read_counts
 from fnad.primitives import elementwise as ew
 from fnad.primitives import logic as lg
 from fnad.primitives import reductions as red
@@ -120,14 +121,8 @@ class _Ctx:
 
     def __init__(self, jaxpr):
         self.producer: dict[Var, JaxprEqn] = {}
-        self.uses: dict[Var, int] = {}                 # reads in the jaxpr as given
-        for e in jaxpr.eqns:
-            for a in e.invars:
-                if type(a) is Var:
-                    self.uses[a] = self.uses.get(a, 0) + 1
-        for a in jaxpr.outvars:
-            if type(a) is Var:
-                self.uses[a] = self.uses.get(a, 0) + 1
+        self.uses: dict[Var, int] = read_counts(        # reads in the jaxpr as given
+            [e.invars for e in jaxpr.eqns], jaxpr.outvars)
 
     def made_by(self, a, prim: Primitive) -> JaxprEqn | None:
         """The eqn of `prim` that produced the Var `a`, if it is one."""
