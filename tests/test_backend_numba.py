@@ -272,6 +272,34 @@ def test_threaded_kernels_match():
     check(lambda x: jnp.exp(x[:, None, :] - x[:, :, None]).sum(-1), x[:80])  # [80,500,500]
 
 
+def test_independent_small_kernels_run_together():
+    """An optimizer's update of each parameter: kernels each below the threads threshold,
+    none reading another's output, run side by side in one run_together call; the kernel
+    reading two of their outputs comes after it."""
+    from fnad.backends.numba_cpu import codegen, kernels
+    shapes = [(300, 256), (256,), (200, 300), (5,)]
+    ps = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    gs = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+    ms = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
+
+    def update(ps, gs, ms, lr):
+        ms = [0.9 * m + 0.1 * g for m, g in zip(ms, gs)]
+        ps = [p - lr * m / (jnp.sqrt(jnp.abs(m)) + 1e-8) for p, m in zip(ps, ms)]
+        return ps, ms, jnp.sum(ps[2], axis=0) * ms[1][:1]     # reads two of the updates
+    sizes = list(map(np.size, ps))
+    assert max(sizes) < kernels.THREADED_MIN and sum(sizes) >= codegen.TOGETHER_MIN
+    src = numba_jit(update).lower(ps, gs, ms, np.float32(0.01)).source
+    batch = src[src.index("= run_together(("):]
+    batch, after = batch.split("\n        ))\n", 1)
+    assert batch.count("(k_") == len(shapes), batch   # the four updates in one call
+    assert "run_together(" not in after and "= k_" in after
+    check(update, ps, gs, ms, np.float32(0.01))
+    # below TOGETHER_MIN elements in all: the same kernels one after another
+    small = [p[:2] for p in ps], [g[:2] for g in gs], [m[:2] for m in ms]
+    assert "run_together(" not in numba_jit(update).lower(*small, np.float32(0.01)).source
+    check(update, *small, np.float32(0.01))
+
+
 # ---- programs ---------------------------------------------------------------------------------
 def _mlp_params():
     r = np.random.default_rng(1)

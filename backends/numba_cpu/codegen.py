@@ -44,6 +44,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import math
 import os
 import pathlib
 import sys
@@ -61,6 +62,7 @@ from fnad.primitives import shape_ops as so
 
 CODEGEN_VERSION = "4"
 STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
+TOGETHER_MIN = 1 << 17     # elements of work in a batch of small kernel calls run side by side
 _MODULES: dict = {}                         # kernel name -> imported module
 _DRIVERS: dict = {}                         # driver source sha -> its `make`
 
@@ -382,6 +384,9 @@ class _Driver:
         self.names: dict = {}
         self.contiguous: set = set()        # Vars known to be C-contiguous arrays
         self.views: set = set()             # Vars the driver made as views (strides: any)
+        self.batch: list = []               # kernel calls not written yet (see flush)
+        self.batched: set = set()           # the Vars they define
+        self.held: list = []                # names to `del` after them
         self.n = 0
 
     def fresh(self, prefix="v") -> str:
@@ -416,16 +421,20 @@ class _Driver:
         steps = self.placements(steps)
         self.inplace = self.inplace_updates(steps)
         dead = self.dead_after(steps)
+        reads = self.step_reads(steps)
         for pos, (kind, x) in enumerate(steps):
+            if kind != "group" or not self.batched.isdisjoint(reads[pos]):
+                self.flush()
             if kind == "group":
                 self.group(x)
             elif kind == "place":
                 self.place(x)
             else:
                 self.eqn(self.eqns[x], x in self.inplace)
-            names = sorted(self.names[v] for v in dead.get(pos, ()) if v in self.names)
-            if names:
-                self.line(f"del {', '.join(names)}")
+            self.held += [self.names[v] for v in dead.get(pos, ()) if v in self.names]
+            if not self.batch:
+                self.flush()
+        self.flush()
         outs = ", ".join(self.atom(v) for v in self.outvars)
         self.line(f"return [{outs}]")
         head = f"    def {self.name}({', '.join(args)}):"
@@ -452,6 +461,7 @@ class _Driver:
             spec.append(("array", dt.name, v.aval.ndim))
         self.contiguous.update(g.outputs)
         if threaded:                    # outputs allocated here, chunks run on all threads
+            self.flush()
             for v in g.outputs:
                 o = self.define(v)
                 self.line(f"{o} = np.empty({tuple(v.aval.shape)!r}, "
@@ -467,7 +477,29 @@ class _Driver:
         spec += [("tuple", v.aval.ndim) for v in g.outputs if v.aval.shape]
         self.m.signatures.setdefault(kname, set()).add(tuple(spec))
         outs = [self.define(v) for v in g.outputs]
-        self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
+        self.batch.append((outs, kname, args, math.prod(sizes)))
+        self.batched.update(g.outputs)
+
+    def flush(self):
+        """Write the kernel calls batched so far (consecutive groups too small to be threaded,
+        none reading another's outputs), then the `del`s held for them. Calls with
+        TOGETHER_MIN elements of work in all run side by side (runtime.run_together): the
+        GPT step's 31 AdamW updates, RoPE's two halves of q and of k."""
+        batch, self.batch, self.batched = self.batch, [], set()
+        if len(batch) > 1 and sum(size for *_, size in batch) >= TOGETHER_MIN:
+            self.line("(")
+            for outs, *_ in batch:
+                self.line(f"({''.join(o + ', ' for o in outs)}),", depth=3)
+            self.line(") = run_together((")
+            for _, kname, args, _ in batch:
+                self.line(f"({kname}, ({''.join(a + ', ' for a in args)})),", depth=3)
+            self.line("))")
+        else:
+            for outs, kname, args, _ in batch:
+                self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
+        if self.held:
+            self.line(f"del {', '.join(sorted(self.held))}")
+            self.held = []
 
     def dead_after(self, steps) -> dict:
         """step index -> the Vars this function defined that are read there for the last
@@ -793,8 +825,9 @@ def load_driver(src: str, kernels: dict):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.runtime import run_threaded, strided
-        namespace = dict(kernels, np=np, run_threaded=run_threaded, strided=strided,
+        from fnad.backends.numba_cpu.runtime import run_threaded, run_together, strided
+        namespace = dict(kernels, np=np, run_threaded=run_threaded, run_together=run_together,
+                         strided=strided,
                          __name__=f"fnad_driver_{sha}")
         exec(compile(src, str(path), "exec"), namespace)
         make = _DRIVERS[sha] = namespace["make"]

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from fnad.backends.numba_cpu.runtime import NUM_THREADS, thread_pool
+from fnad.backends.numba_cpu.runtime import NUM_THREADS, on_all_threads
 from fnad.backends.numpy_ref.linalg import _as_matmul
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
@@ -113,12 +113,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         before = get_fn()
         set_fn(1)
         try:
-            pool = thread_pool()
-            futures = [pool.submit(work_on_chunks) for _ in range(NUM_THREADS - 1)]
-            work_on_chunks()
-            for f in futures:
-                if not f.cancel():
-                    f.result()
+            on_all_threads(work_on_chunks)
         finally:
             set_fn(before)
     return out

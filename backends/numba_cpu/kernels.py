@@ -25,7 +25,9 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
 Values are scalars in the loop body: `v3 = v1 * v2` (scalar_ops.py). Loop indices are
 unsigned, so numba adds no negative-index wraparound that would stop LLVM from vectorizing.
 A kernel over at least THREADED_MIN elements is *threaded*: it takes its outputs and a chunk
-counter instead, and runtime.run_threaded runs it on several threads.
+counter instead, and runtime.run_threaded runs it on several threads. Every kernel releases
+the GIL, so that the driver can also run independent smaller ones side by side
+(runtime.run_together).
 
 An input that the driver made as a view (a slice, transpose... of another value) is read
 where it is, by strides, instead of being copied to a contiguous array first: the kernel
@@ -431,7 +433,6 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
         E.line("return 0")
     else:
         E.line("return (" + "".join(f"o{k}, " for k in range(len(outs))) + ")")
-    nogil = ", nogil=True" if threaded else ""
-    head = [f"@numba.njit({NJIT_OPTIONS}{nogil})",
+    head = [f"@numba.njit({NJIT_OPTIONS}, nogil=True)",
             f"def {name}({', '.join(args)}):"]
     return "\n".join(head + E.lines) + "\n", E.imports, E.runtime, tuple(L.sizes), threaded

@@ -7,7 +7,8 @@ semantics, and a max-reduction loop over them vectorizes, where `v if v > m else
 NaN check does not: 1000x1000 f32 row max 59 us against 520 us), the reductions'
 accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kernel
 with fast-math flags), the threaded execution of
-large kernels (`fetch_add`, `run_threaded`, below), and `RUNTIME_STAMP`, a hash of this
+large kernels (`fetch_add`, `run_threaded`, below) and of independent small ones
+(`run_together`), and `RUNTIME_STAMP`, a hash of this
 file that the code generator writes into every generated module (numba's on-disk cache does
 not see changes in helper modules, so a change here must change the generated source).
 Imports only numpy, numba and llvmlite.
@@ -15,6 +16,7 @@ Imports only numpy, numba and llvmlite.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import pathlib
 from concurrent.futures import ThreadPoolExecutor
@@ -149,18 +151,40 @@ def thread_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-def run_threaded(kernel, args: tuple, chunks: int) -> None:
-    """kernel(*args, counter, chunks) on this thread and NUM_THREADS - 1 workers."""
-    counter = np.zeros(1, np.int64)
+def on_all_threads(work, *args) -> None:
+    """work(*args) on this thread and on the NUM_THREADS - 1 workers, returning when all are
+    done; `work` shares its work out itself (a counter that each thread claims from), so a
+    worker's task that has not started when the caller is done is cancelled."""
     if NUM_THREADS == 1:
-        kernel(*args, counter, chunks)
+        work(*args)
         return
     pool = thread_pool()
-    futures = [pool.submit(kernel, *args, counter, chunks) for _ in range(NUM_THREADS - 1)]
-    kernel(*args, counter, chunks)
+    futures = [pool.submit(work, *args) for _ in range(NUM_THREADS - 1)]
+    work(*args)
     for f in futures:
         if not f.cancel():
             f.result()
+
+
+def run_threaded(kernel, args: tuple, chunks: int) -> None:
+    """kernel(*args, counter, chunks) on all threads: each claims chunks from `counter`."""
+    on_all_threads(kernel, *args, np.zeros(1, np.int64), chunks)
+
+
+def run_together(calls: tuple) -> list:
+    """[kernel(*args) for kernel, args in calls], the calls shared out among all threads,
+    each claiming the next call until none is left. For independent kernels each too small
+    to split (AdamW's update of each parameter, RoPE's two halves read from the same strided
+    views): kernels are nogil, so they overlap."""
+    results = [None] * len(calls)
+    claim = itertools.count().__next__                 # atomic under the GIL
+
+    def work():
+        while (c := claim()) < len(calls):
+            kernel, args = calls[c]
+            results[c] = kernel(*args)
+    on_all_threads(work)
+    return results
 
 
 # ---- views read in place -------------------------------------------------------------------
