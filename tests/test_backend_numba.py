@@ -300,6 +300,52 @@ def test_independent_small_kernels_run_together():
     check(update, *small, np.float32(0.01))
 
 
+def _kernel_outputs(f, *args, recompute=True) -> list[tuple[set, list]]:
+    """Each numba kernel of the program jit(f) compiles: (the primitives of its eqns, those
+    of the eqns whose values it writes)."""
+    from fnad.backends.numba_cpu import codegen, plan
+    from fnad.backends.numba_cpu.scalar_ops import fusable
+    _, _, eqns, outvars = codegen.flatten(numba_jit(f).lower(*args).jaxpr.jaxpr, [])
+    if recompute:
+        eqns, steps = plan.plan_recomputing(eqns, outvars, fusable)
+    else:
+        steps = plan.plan(eqns, outvars, fusable)
+    producer = {v: eqns[i].primitive.name for kind, g in steps if kind == "group"
+                for i in g.members for v in eqns[i].outvars}
+    return [({eqns[i].primitive.name for i in g.members}, sorted(producer[v] for v in g.outputs))
+            for kind, g in steps if kind == "group"]
+
+
+def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
+    """SwiGLU's backward reads sigmoid(a), its derivative and silu(a): the backward kernels
+    compute them again from a instead of the forward kernel writing them (bit for bit the
+    same values); a softmax's probabilities, which take a reduction, stay written."""
+    a, b = RNG.standard_normal((2, 64, 48)).astype(np.float32)
+    w = RNG.standard_normal((48, 8)).astype(np.float32)
+    swiglu = lambda a, b, w: jnp.sum(jnp.tanh((fnad.nn.silu(a) * b) @ w))  # noqa: E731
+    f = fnad.value_and_grad(swiglu, argnums=(0, 1))
+    stored, outs = _kernel_outputs(f, a, b, w, recompute=False), _kernel_outputs(f, a, b, w)
+    written = lambda outs: sum(len(o) for _, o in outs)                # noqa: E731
+    assert written(stored) - written(outs) == 3, (stored, outs)
+    assert any("logistic" in o for _, o in stored)
+    assert not any("logistic" in o for _, o in outs), outs
+    assert outs[0] == ({"logistic", "mul"}, ["mul"]), outs   # the forward; 1 - s: gone
+    check(f, a, b, w)
+    got = numba_jit(f)(a, b, w)
+    from fnad.backends.numba_cpu import plan
+    with monkeypatch.context() as m:
+        m.setattr(plan, "recompute", lambda *args: None)
+        want = numba_jit(lambda *args: f(*args))(a, b, w)         # values written, read back
+    for x, y in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))    # bit for bit
+
+    soft = fnad.grad(lambda x, w: jnp.sum(jnp.tanh(fnad.nn.softmax(x, axis=-1) @ w)))
+    x = RNG.standard_normal((64, 48)).astype(np.float32)
+    outs = _kernel_outputs(soft, x, w)
+    assert any("div" in o for _, o in outs), outs   # the probabilities, written once
+    check(soft, x, w)
+
+
 # ---- programs ---------------------------------------------------------------------------------
 def _mlp_params():
     r = np.random.default_rng(1)

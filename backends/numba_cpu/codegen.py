@@ -409,7 +409,7 @@ class _Driver:
 
     def emit(self):
         from fnad.backends.numba_cpu.scalar_ops import fusable
-        from fnad.backends.numba_cpu.plan import plan
+        from fnad.backends.numba_cpu.plan import plan_recomputing
         args = []
         for v in self.invars:
             name = self.names[v] = self.fresh("a")
@@ -417,7 +417,8 @@ class _Driver:
         for v, c in self.const_pairs:
             self.names[v] = self.m.const(np.ascontiguousarray(np.asarray(c)))
             self.contiguous.add(v)
-        steps = plan(self.eqns, self.outvars, fusable if self.m.fuse else _never)
+        self.eqns, steps = plan_recomputing(self.eqns, self.outvars,
+                                            fusable if self.m.fuse else _never)
         steps = self.placements(steps)
         self.inplace = self.inplace_updates(steps)
         dead = self.dead_after(steps)

@@ -36,6 +36,7 @@ import heapq
 import math
 
 from fnad.ir import Literal, Var
+from fnad.passes.dce import live_eqns
 from fnad.primitives import logic as lg
 from fnad.primitives import reductions as red
 from fnad.primitives import shape_ops as so
@@ -140,6 +141,129 @@ def plan(eqns: list, outvars: list, fusable) -> list:
     for i, e in enumerate(eqns):
         P.add(i, e)
     return P.finish(outvars)
+
+
+def plan_recomputing(eqns: list, outvars: list, fusable) -> tuple[list, list]:
+    """(eqns, plan): `plan`'s, after letting kernels recompute cheap values (`recompute`);
+    the first plan where a recomputation would not land in its reader's kernel."""
+    steps = plan(eqns, outvars, fusable)
+    rewritten = recompute(eqns, outvars, steps)
+    if rewritten is None:
+        return eqns, steps
+    new, pairs = rewritten
+    new = live_eqns(new, outvars)[0]            # what the readers no longer read
+    new_steps = plan(new, outvars, fusable)
+    position = {id(e): i for i, e in enumerate(new)}
+    group_of = {i: id(g) for kind, g in new_steps if kind == "group" for i in g.members}
+    for copy, reader in pairs:
+        i = position[id(copy)]                  # (read by `reader`: never dead)
+        if not is_view(copy) and group_of.get(i, i) != group_of.get(position[id(reader)]):
+            return eqns, steps
+    return new, new_steps
+
+
+MAX_RECOMPUTED = 8             # elementwise eqns a kernel may recompute for one value
+
+
+def recompute(eqns: list, outvars: list, steps: list) -> tuple[list, list] | None:
+    """(`eqns` with each cheap value that one kernel writes and a later one reads computed
+    again in the later one from the values it was computed from, [(each copied eqn, the
+    eqn reading its value)]); None if there is no such value.
+
+    Reverse mode saves a function's intermediates for the backward pass: the forward
+    kernel of SwiGLU's silu(a) * b wrote sigmoid(a), its derivative and silu(a) beside its
+    result, three arrays of its size that the backward kernels read back (XLA's fusion
+    duplicates such producers into their consumers the same way). A value qualifies when
+    its kernel computes it from its inputs by at most MAX_RECOMPUTED elementwise eqns
+    (views aside; no reduction), the reading kernel reads it directly (not through a view)
+    and then reads at most one array more than before, one that is read later anyway (so
+    nothing lives longer). The recomputation repeats the same operations on the same
+    values (kernels round as NumPy, no fast-math): bit for bit the stored values. A value
+    that the driver or the caller also reads is still written for them."""
+    producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
+    last_read: dict = {v: len(eqns) for v in outvars if type(v) is Var}
+    readers_of: dict = {}
+    for i, e in enumerate(eqns):
+        for x in e.invars:
+            if type(x) is Var:
+                last_read[x] = max(last_read.get(x, i), i)
+                readers_of.setdefault(x, []).append(i)
+    group_of = {i: g for kind, g in steps if kind == "group" for i in g.members}
+
+    def inside(x, g) -> bool:                  # computed by g, or a view of such a value
+        i = producer.get(x)
+        while i is not None and is_view(eqns[i]) and i not in group_of:
+            src = eqns[i].invars[0]
+            i = producer.get(src) if type(src) is Var else None
+        return i is not None and group_of.get(i) is g
+
+    def chain(v, g, out: list) -> bool:
+        """Add to `out` the eqns computing v in g from g's inputs; False where one is a
+        reduction or there are too many."""
+        i = producer[v]
+        if i in out:
+            return True
+        e = eqns[i]
+        if not is_view(e) and e.primitive in REDUCTIONS:
+            return False
+        for x in e.invars:
+            if type(x) is Var and inside(x, g) and not chain(x, g, out):
+                return False
+        out.append(i)
+        return sum(not is_view(eqns[j]) for j in out) <= MAX_RECOMPUTED
+
+    inserts: dict = {}                          # eqn index -> copies to insert before it
+    renames: dict = {}                          # eqn index -> {Var: its recomputed copy}
+    pairs: list = []
+    for kind, h in steps:
+        if kind != "group":
+            continue
+        members = set(h.members)
+        reads = {w for w, _ in h.inputs}
+        memo: dict = {}                         # Var -> its copy computed in h
+        candidates = []
+        for v in dict.fromkeys(w for w, _ in h.inputs):
+            g = group_of.get(producer.get(v))
+            direct = [j for j in readers_of.get(v, ()) if j in members]
+            via_view = any(is_view(eqns[j]) and any(k in members for o in eqns[j].outvars
+                                                    for k in readers_of.get(o, ()))
+                           for j in readers_of.get(v, ()))
+            if g is not None and g is not h and direct and not via_view:
+                candidates.append((direct[0], v, g, direct))
+        for first, v, g, direct in sorted(candidates, key=lambda c: c[0]):
+            ids: list = []
+            if not chain(v, g, ids):
+                continue
+            ids.sort()
+            made = {o for j in ids for o in eqns[j].outvars}
+            leaves = {x for j in ids for x in eqns[j].invars if type(x) is Var} - made
+            new = [x for x in leaves if x not in reads and x.aval.size > 1]
+            if len(new) > 1 or any(x.aval.size > v.aval.size or last_read[x] < first
+                                   for x in new):
+                continue
+            reads.update(new)
+            at = inserts.setdefault(first, [])
+            for j in ids:
+                e = eqns[j]
+                if e.outvars[0] in memo:
+                    continue
+                copy = e.replace(invars=[memo.get(x, x) for x in e.invars],
+                                 outvars=[Var(o.aval) for o in e.outvars])
+                at.append(copy)
+                memo.update(zip(e.outvars, copy.outvars))
+                pairs.append((copy, first))
+            for j in direct:
+                renames.setdefault(j, {})[v] = memo[v]
+    if not renames:
+        return None
+    out, renamed = [], {}
+    for i, e in enumerate(eqns):
+        out += inserts.get(i, ())
+        if i in renames:
+            e = renamed[i] = e.replace(invars=[renames[i].get(x, x) if type(x) is Var else x
+                                               for x in e.invars])
+        out.append(e)
+    return out, [(copy, renamed[first]) for copy, first in pairs]
 
 
 class _Planner:
