@@ -330,7 +330,7 @@ def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
     assert any("logistic" in o for _, o in stored)
     assert not any("logistic" in o for _, o in outs), outs
     assert outs[0] == ({"logistic", "mul"}, ["mul"]), outs   # the forward; 1 - s: gone
-    check(f, a, b, w)
+    check(f, a, b, w, rtol=1e-4, atol=1e-5)        # products summed in another order
     got = numba_jit(f)(a, b, w)
     from fnad.backends.numba_cpu import plan
     with monkeypatch.context() as m:
@@ -343,7 +343,7 @@ def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
     x = RNG.standard_normal((64, 48)).astype(np.float32)
     outs = _kernel_outputs(soft, x, w)
     assert any("div" in o for _, o in outs), outs   # the probabilities, written once
-    check(soft, x, w)
+    check(soft, x, w, rtol=1e-4, atol=1e-5)       # sums in another order than NumPy's
 
 
 # ---- programs ---------------------------------------------------------------------------------
