@@ -2,15 +2,18 @@
 
 `compile_jaxpr(closed)` generates, for the whole program:
 
-    kernels   one `@numba.njit` function per fusion group (plan.py groups, kernels.py
-              source): a loop nest over the group's domain, sizes passed at run time.
+    kernels   one `@numba.njit` function per fusion group (plan.py groups, where a
+              kernel may recompute a cheap value another wrote; kernels.py source): a
+              loop nest over the group's domain, sizes passed at run time.
               Each distinct kernel source is its own module `<cache>/fnad_k_<sha>.py`,
               imported once per process: identical kernels (the layers of a model, the
               same optimizer update on every parameter, the same program at a new shape)
               are compiled once, and numba's `cache=True` keeps the machine code on disk,
               so a new process loads it instead of compiling.
     driver    `make(K)`, a factory holding `run(*args)`: straight-line Python, one
-              statement per fusion group or equation. dot_general and every primitive
+              statement per fusion group or equation (consecutive independent kernels
+              too small to be threaded in one `run_together` call, which overlaps them on
+              the backend's threads). dot_general and every primitive
               that is not fused call the backend's impl (the NumPy reference: BLAS for
               dot_general); jit, checkpoint, custom_jvp_call, custom_vjp_call and name
               are inlined; cond, scan and while are Python control flow around driver
