@@ -9,11 +9,13 @@ zero gradient at their kinks (as JAX's custom JVPs give), written here with
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
 
 from fnad import dtypes, lax
+from fnad.custom import custom_jvp
 import fnad.numpy as jnp
 from fnad.numpy._core import asarray, canonicalize_axis, promote_args_inexact
 
@@ -193,17 +195,33 @@ def _masked_max(x, axes, where):
 def softmax(x, axis=-1, where=None):
     """exp(x) / sum(exp(x)) over `axis` (an int, a tuple or None).
 
-    The max is subtracted (under stop_gradient) first, so large inputs do not overflow.
-    Positions where `where` is False get 0 and do not count in the sum.
+    The max is subtracted first, so large inputs do not overflow. Positions where `where`
+    is False get 0 and do not count in the sum. Differentiated as JAX's is, through the
+    result alone: d softmax = y * (dx - sum(y * dx)), so reverse mode keeps y for the
+    backward pass, not the exponentials and their sum.
     """
     x = _inexact("softmax", x)
-    axes = _axes(axis, x.ndim)
-    x_max = lax.stop_gradient(_masked_max(x, axes, where))
+    return _softmax(x, _axes(axis, x.ndim), where)
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x, axes, where):
+    x_max = _masked_max(x, axes, where)
     x_safe = x if where is None else jnp.where(where, x, -np.inf)
     unnormalized = jnp.exp(jnp.subtract(x_safe, x_max))
     total = jnp.sum(unnormalized, axis=axes, keepdims=True)
     result = jnp.true_divide(unnormalized, total)
     return result if where is None else jnp.where(where, result, 0)
+
+
+@_softmax.defjvp
+def _softmax_jvp(axes, primals, tangents):
+    (x, where), (x_dot, _) = primals, tangents
+    y = _softmax(x, axes, where)
+    y_x_dot = jnp.multiply(y, x_dot)
+    if where is not None:                       # masked positions count for nothing
+        y_x_dot = jnp.where(where, y_x_dot, 0)
+    return y, jnp.multiply(y, jnp.subtract(x_dot, jnp.sum(y_x_dot, axis=axes, keepdims=True)))
 
 
 def log_softmax(x, axis=-1, where=None):

@@ -346,6 +346,20 @@ def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
     check(soft, x, w, rtol=1e-4, atol=1e-5)       # sums in another order than NumPy's
 
 
+def test_softmax_forward_writes_only_the_probabilities():
+    """softmax is differentiated through its result (as JAX's: y * (dx - sum(y * dx))), so
+    the forward kernel of a training step writes y alone, not exp(x - max) and the sums."""
+    w = RNG.standard_normal((48, 8)).astype(np.float32)
+    x = RNG.standard_normal((64, 48)).astype(np.float32)
+    mask = np.tril(np.ones((64, 48), bool))
+    for where in (None, mask):
+        f = fnad.grad(lambda x, w: jnp.sum(jnp.tanh(fnad.nn.softmax(x, where=where) @ w)))
+        outs = _kernel_outputs(f, x, w)
+        forward = [o for m, o in outs if "exp" in m]
+        assert forward in ([["div"]], [["select_n"]]), outs
+        check(f, x, w, rtol=1e-4, atol=1e-5)
+
+
 # ---- programs ---------------------------------------------------------------------------------
 def _mlp_params():
     r = np.random.default_rng(1)
