@@ -93,10 +93,12 @@ def test_dce_drops_unused_eqns_and_keeps_signature():
 
 
 def test_last_reads_and_read_counts_of_a_straight_line_program():
-    from fnad.passes.dce import last_reads, read_counts
+    from fnad.passes.dce import last_read_at, last_reads, read_counts
     a, b, c, d = (Var(F32) for _ in range(4))
     one = Literal(np.float32(1), fnad.core.ShapedArray((), np.float32))
     reads = [[a, b], [a, one], [c, c], [b, d]]             # step i reads reads[i]
+    assert last_read_at(reads, outputs=[d]) == {a: 1, b: 3, c: 2, d: 4}  # d: after the end
+    assert last_read_at(reads) == {a: 1, b: 3, c: 2, d: 3}
     assert last_reads(reads, keep=[d]) == {1: [a], 2: [c], 3: [b]}   # d: an output, kept
     assert read_counts(reads, outputs=[d, d]) == {a: 2, b: 2, c: 2, d: 3}
     assert read_counts([]) == {}

@@ -534,10 +534,10 @@ class _Driver:
         Aliasing is tracked conservatively: a kernel's outputs are new buffers; every other
         equation's outputs may alias any of its inputs (reshape, slice, transpose... are
         views)."""
+        from fnad.passes.dce import last_read_at
         from fnad.primitives.shape_ops import dynamic_update_slice_p
         eqns, foreign = self.eqns, object()           # foreign: inputs, constants, literals
-        last = {v: pos for pos, vs in enumerate(self.step_reads(steps)) for v in vs}
-        last.update((v, len(steps)) for v in self.outvars if type(v) is Var)
+        last = last_read_at(self.step_reads(steps), self.outvars)
         roots: dict = {}                              # Var -> the buffers it may alias
         members: dict = {}                            # buffer -> the Vars that may alias it
         owned, inplace = set(), set()

@@ -41,7 +41,7 @@ import heapq
 import math
 
 from fnad.ir import Literal, Var
-from fnad.passes.dce import live_eqns
+from fnad.passes.dce import last_read_at, live_eqns
 from fnad.primitives import logic as lg
 from fnad.primitives import reductions as red
 from fnad.primitives import shape_ops as so
@@ -186,12 +186,11 @@ def recompute(eqns: list, outvars: list, steps: list) -> tuple[list, list] | Non
     values (kernels round as NumPy, no fast-math): bit for bit the stored values. A value
     that the driver or the caller also reads is still written for them."""
     producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
-    last_read: dict = {v: len(eqns) for v in outvars if type(v) is Var}
+    last_read = last_read_at([e.invars for e in eqns], outvars)
     readers_of: dict = {}
     for i, e in enumerate(eqns):
         for x in e.invars:
             if type(x) is Var:
-                last_read[x] = max(last_read.get(x, i), i)
                 readers_of.setdefault(x, []).append(i)
     group_of = {i: g for kind, g in steps if kind == "group" for i in g.members}
 

@@ -27,7 +27,8 @@ from fnad.passes._util import has_sub_jaxprs, call_primitive, has_effects, map_s
 from fnad.primitives.control_flow import cond_p, scan_p
 from fnad.remat import remat_p
 
-__all__ = ["dce", "dce_jaxpr", "dce_rules", "last_reads", "live_eqns", "read_counts"]
+__all__ = ["dce", "dce_jaxpr", "dce_rules", "last_read_at", "last_reads", "live_eqns",
+           "read_counts"]
 
 
 def dce(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -64,20 +65,26 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None,
     return Jaxpr(jaxpr.constvars, invars, eqns, outvars), used_in
 
 
-def last_reads(reads: Sequence[Sequence], keep: Sequence = ()) -> dict[int, list[Var]]:
-    """position -> the Vars read there for the last time, where `reads[i]` are the atoms
-    that the i-th step of a straight-line program reads; Vars in `keep` (the outputs) are
-    never listed. The NumPy interpreter and the numba driver release values so."""
+def last_read_at(reads: Sequence[Sequence], outputs: Sequence = ()) -> dict[Var, int]:
+    """Var -> the position of the last step that reads it, where `reads[i]` are the atoms
+    that the i-th step of a straight-line program reads; an output is read at len(reads),
+    after every step."""
     last: dict = {}
-    for i, atoms in enumerate(reads):
+    for i, atoms in enumerate((*reads, outputs)):
         for a in atoms:
             if type(a) is Var:
                 last[a] = i
-    for a in keep:
-        last.pop(a, None)
+    return last
+
+
+def last_reads(reads: Sequence[Sequence], keep: Sequence = ()) -> dict[int, list[Var]]:
+    """position -> the Vars read there for the last time (`last_read_at`); Vars in `keep`
+    (the outputs) are never listed. The NumPy interpreter and the numba driver release
+    values so."""
     out: dict = {}
-    for v, i in last.items():
-        out.setdefault(i, []).append(v)
+    for v, i in last_read_at(reads, keep).items():
+        if i < len(reads):
+            out.setdefault(i, []).append(v)
     return out
 
 
