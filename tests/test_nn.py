@@ -8,6 +8,7 @@ import pytest
 
 import fnad
 import fnad.nn as nn
+from fnad.config import config
 import fnad.numpy as jnp
 
 try:
@@ -95,6 +96,25 @@ def test_masked_softmax_and_inf_rows_match_jax(name):
     part_inf = M.copy()
     part_inf[:, :5] = -np.inf
     close(getattr(nn, name)(part_inf), getattr(jnn, name)(part_inf))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_softmax_jvp_matches_central_differences(masked):
+    """softmax's JVP rule (y * (dx - sum(y * dx)), JAX's) against central differences in
+    float64, and against jax.jvp where jax is installed."""
+    x = M.astype(np.float64)
+    dx = W.astype(np.float64)
+    where = (RNG.random((3, 10)) > 0.3) if masked else None
+    f = lambda v: nn.softmax(v, axis=-1, where=where)              # noqa: E731
+    with config.override(jax_enable_x64=True):
+        y, y_dot = fnad.jvp(f, (x,), (dx,))
+        eps = 1e-6
+        fd = (np.asarray(f(x + eps * dx)) - np.asarray(f(x - eps * dx))) / (2 * eps)
+    close(y_dot, fd, atol=1e-7, rtol=1e-6)
+    if jax is not None:
+        _, j_dot = jax.jvp(lambda v: jnn.softmax(v, axis=-1, where=where),
+                           (M,), (W,))
+        close(fnad.jvp(f, (M,), (W,))[1], j_dot, atol=1e-6)
 
 
 def test_softmax_of_huge_logits_is_finite():
