@@ -77,7 +77,7 @@ _OPTIONS: dict[str, _Option] = {
     ),
     "jax_background_compile": _Option(
         True, "bool", help="fnad-only: numba backend runs a new program interpreted while "
-        "its kernels compile in a child process"
+        "its kernels compile in child processes"
     ),
 }
 

@@ -32,9 +32,16 @@ def fresh_cache(tmp_path, monkeypatch):
 
 
 def program(c: float):
-    def f(x):      # two kernels: an elementwise chain and a row sum with a broadcast
+    def f(x):      # one kernel: an elementwise chain, a row sum and its broadcast
         y = jnp.tanh(x * c + 0.5) * x
         return y - jnp.sum(y, axis=1, keepdims=True) / c
+    return f
+
+
+def two_kernel_program(c: float):
+    def f(x):      # a kernel on each side of a matrix product
+        y = jnp.tanh(x * c + 0.5)
+        return jnp.exp(-(y @ y.T)) * c
     return f
 
 
@@ -97,10 +104,71 @@ def test_a_failed_child_falls_back_to_compiling_here(fresh_cache, monkeypatch):
     np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
     comp = jf.lower(X).compile()
     comp.wait()
-    with pytest.warns(RuntimeWarning, match="background compile exited with code 3"):
+    with pytest.warns(RuntimeWarning, match="compiling kernels exited with code 3"):
         out = np.asarray(jf(X))
     np.testing.assert_allclose(out, eager(f, X), rtol=1e-6, atol=1e-6)
     assert comp._checked and all(k.signatures for k in comp._kernels)
+
+
+def two_children(monkeypatch):
+    """precompile.start splits even a 2-kernel program between two children."""
+    monkeypatch.setattr(precompile, "CHILD_MIN_KERNELS", 1)
+    monkeypatch.setattr(precompile, "usable_cpus", lambda: 2)
+
+
+def test_kernels_compile_in_parallel_children_in_the_background(fresh_cache, monkeypatch):
+    two_children(monkeypatch)
+    f = two_kernel_program(4.5678)
+    jf = fnad.jit(f)
+    np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
+    comp = jf.lower(X).compile()
+    assert len(comp._signatures) == 2 and len(comp._job.procs) == 2
+    comp.wait()
+    np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
+    assert comp._checked and comp._job is None
+    for kernel in comp._kernels:          # each loaded from its child's disk cache
+        assert kernel.stats.cache_hits and not kernel.stats.cache_misses, kernel.stats
+
+
+def test_the_foreground_compile_waits_for_parallel_children(fresh_cache, monkeypatch):
+    two_children(monkeypatch)
+    started = []
+    start = precompile.start
+    monkeypatch.setattr(precompile, "start", lambda *a: started.append(start(*a)) or started[-1])
+    f = two_kernel_program(5.6789)
+    jf = fnad.jit(f)
+    with config.override(jax_background_compile=False):
+        out = np.asarray(jf(X))
+        comp = jf.lower(X).compile()
+    np.testing.assert_allclose(out, eager(f, X), rtol=1e-6, atol=1e-6)
+    assert [len(job.procs) for job in started] == [2] and started[0].returncode == 0
+    assert comp._checked and comp._job is None and comp._interp is None   # never interpreted
+    for kernel in comp._kernels:
+        assert kernel.stats.cache_hits and not kernel.stats.cache_misses, kernel.stats
+
+
+def test_shares_split_kernels_by_cost():
+    cost = {"a": 9, "b": 5, "c": 4, "d": 3, "e": 1}
+    signatures = {n: {("int64",)} for n in cost} | {"b": {("int64",), ("tuple", 2)}}
+    parts = precompile.shares(signatures, cost, 2)
+    assert sorted(n for part in parts for n in part) == sorted(signatures)   # each once
+    assert all(part[n] == signatures[n] for part in parts for n in part)
+    loads = sorted(sum(cost[n] * len(part[n]) for n in part) for part in parts)
+    assert loads == [13, 14]              # b counts twice: two signatures to compile
+    assert len(precompile.shares({"a": {("int64",)}}, {"a": 1}, 3)) == 1   # no empty part
+
+
+def test_a_job_is_running_until_every_child_is_done():
+    def child(code: str):
+        return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    waiting = child("import sys; sys.stdin.read(); raise SystemExit(5)")
+    job = precompile.Job([child("raise SystemExit(0)"), waiting, child("raise SystemExit(0)")])
+    job.procs[0].wait(timeout=60)
+    assert job.poll() is None and job.returncode is None       # one child still runs
+    waiting.stdin.close()
+    assert job.wait(timeout=60) == 5 and job.poll() == 5        # its nonzero exit code
+    ok = precompile.Job([child("pass"), child("pass")])
+    assert ok.wait(timeout=60) == 0
 
 
 def test_precompile_child_builds_the_recorded_types():

@@ -98,12 +98,14 @@ class Compiled:
 
     numba compiles the kernels at the first call (0.1-1 s each) unless they are in its disk
     cache. With `config.jax_background_compile` (the default) a program with kernels to
-    compile starts a child process that compiles them into the disk cache (precompile.py)
-    and, until it is done, runs on the NumPy interpreter (numpy_ref/compile.py: the same
-    optimized jaxpr, equation by equation); the first call after that loads the kernels
-    and runs the generated program. `wait()` blocks until the child is done. A program
-    whose kernels are loaded or on disk (marker files say so) runs compiled at once, as
-    does every program with the option off.
+    compile starts child processes that compile them into the disk cache (precompile.py;
+    several where there are CPUs and kernels enough) and, until they are done, runs on the
+    NumPy interpreter (numpy_ref/compile.py: the same optimized jaxpr, equation by
+    equation); the first call after that loads the kernels and runs the generated program.
+    `wait()` blocks until the children are done. A program whose kernels are loaded or on
+    disk (marker files say so) runs compiled at once. With the option off, the first call
+    compiles, then runs: in this process, or in parallel children it waits for where
+    precompile.py would start more than one.
 
     Should compiling fail (a code generator bug: a numba typing or lowering error), the
     program is rebuilt without fused kernels (every equation through the backend's impls)
@@ -125,17 +127,22 @@ class Compiled:
         from fnad.backends.numba_cpu import precompile
         job = self._job
         if job is None:
-            if (not config.jax_background_compile or all(k.signatures for k in self._kernels)
+            if (all(k.signatures for k in self._kernels)
                     or precompile.markers_present(cache_dir(), self._signatures)):
                 return self._first(bufs)
+            background = config.jax_background_compile
+            if not background and precompile.children(self._signatures) < 2:
+                return self._first(bufs)     # one child would add its imports to the wait
             job = self._job = precompile.start(cache_dir(), self._signatures)
+            if not background:
+                job.wait()
         if job.poll() is None:
             return self._interpret(bufs)
         self._job = None
         if job.returncode != 0:
-            warnings.warn(f"fnad numba backend: the background compile exited with code "
-                          f"{job.returncode}; compiling in this process", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(f"fnad numba backend: a child process compiling kernels exited "
+                          f"with code {job.returncode}; compiling in this process",
+                          RuntimeWarning, stacklevel=2)
         return self._first(bufs)
 
     def wait(self) -> None:

@@ -9,12 +9,18 @@ compiles each signature (numba's `cache=True` writes the machine code to the dis
 and leaves a marker file per (kernel, signature) once it is there. The process that asked
 then loads the kernels from the disk cache: compiling never holds its GIL.
 
+A program with many kernels is split between several such processes, one per CPU this
+process may use at most (`shares`): each child pays about a second to import numba and fnad
+before compiling anything, so each gets at least CHILD_MIN_KERNELS kernels. `start` returns
+a `Job` over them, which answers `poll`, `wait` and `returncode` as one process would.
+
 `markers_present` is how a process tells that a program's kernels need no compiling.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -36,11 +42,69 @@ def write_markers(cache: pathlib.Path, signatures: dict) -> None:
             marker(cache, name, spec).touch()
 
 
-def start(cache: pathlib.Path, signatures: dict) -> subprocess.Popen:
-    """A child process compiling `signatures` ({kernel name: {spec}}) into `cache`. It
-    runs in the cache dir: `python -m` puts its working directory first on sys.path, and
-    run from a checkout of fnad (as the README's quickstart is) the source tree's `fnad/`,
-    which lacks the installed `fnad.backends`, would shadow the installed package."""
+CHILD_MIN_KERNELS = 4      # a child's imports cost about as much as compiling 2-3 kernels
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def shares(signatures: dict, cost: dict, children: int) -> list[dict]:
+    """`signatures` split into at most `children` parts of about equal cost (`cost[name]`
+    per signature: longest first, each to the part with the least so far)."""
+    parts, load = [{} for _ in range(children)], [0.0] * children
+    for name in sorted(signatures, key=lambda n: -cost[n] * len(signatures[n])):
+        i = load.index(min(load))
+        parts[i][name] = signatures[name]
+        load[i] += cost[name] * len(signatures[name])
+    return [part for part in parts if part]
+
+
+class Job:
+    """The children compiling one program's kernels, seen as one process: `poll()` is None
+    while any runs, then (as `returncode`) the first nonzero exit code, else 0."""
+
+    def __init__(self, procs: list):
+        self.procs = procs
+
+    @property
+    def returncode(self):
+        codes = [p.poll() for p in self.procs]
+        if any(c is None for c in codes):
+            return None
+        return next((c for c in codes if c != 0), 0)
+
+    def poll(self):
+        return self.returncode
+
+    def wait(self, timeout=None):
+        for p in self.procs:
+            p.wait(timeout)
+        return self.returncode
+
+
+def start(cache: pathlib.Path, signatures: dict) -> Job:
+    """Children compiling `signatures` ({kernel name: {spec}}) into `cache`, in parallel
+    where there are CPUs and kernels enough (`shares`, weighed by each kernel's source
+    length). They run in the cache dir: `python -m` puts its working directory first on
+    sys.path, and run from a checkout of fnad (as the README's quickstart is) the source
+    tree's `fnad/`, which lacks the installed `fnad.backends`, would shadow the installed
+    package."""
+    cost = {n: (cache / f"fnad_{n}.py").stat().st_size for n in signatures}
+    return Job([_child(cache, part)
+                for part in shares(signatures, cost, children(signatures))])
+
+
+def children(signatures: dict) -> int:
+    """How many children `start` splits `signatures` between."""
+    return max(1, min(usable_cpus(), math.ceil(len(signatures) / CHILD_MIN_KERNELS)))
+
+
+def _child(cache: pathlib.Path, signatures: dict) -> subprocess.Popen:
     job = {"dir": str(cache), "kernels": {n: sorted(s) for n, s in signatures.items()}}
     env = dict(os.environ, FNAD_CACHE_DIR=str(cache))
     proc = subprocess.Popen([sys.executable, "-m", "fnad.backends.numba_cpu.precompile"],
