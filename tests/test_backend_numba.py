@@ -168,6 +168,32 @@ def test_strided_gives_flat_memory_and_element_strides_or_a_copy():
     assert not np.shares_memory(strided(views["reversed"])[0], base)
 
 
+def test_flat_is_a_view_of_a_contiguous_array_and_refuses_others():
+    import numba
+    from numba.core.errors import TypingError
+
+    from fnad.backends.numba_cpu.runtime import flat
+
+    @numba.njit
+    def first_set(a):
+        v = flat(a)
+        v[0] = -1
+        return v
+
+    for shape in [(), (5,), (3, 4), (2, 3, 4)]:
+        a = np.arange(max(1, np.prod(shape, dtype=int)), dtype=np.float32).reshape(shape)
+        want = a.reshape(-1).copy()
+        v = first_set(a)
+        want[0] = -1
+        assert v.shape == (a.size,) and np.shares_memory(v, a), shape
+        np.testing.assert_array_equal(v, want)
+        assert a.reshape(-1)[0] == -1, shape                  # written through the view
+        del a
+        np.testing.assert_array_equal(v, want)                # v keeps a's memory alive
+    with pytest.raises(TypingError):
+        first_set(np.ones((4, 6), np.float32)[:, ::2])        # not contiguous: no flat view
+
+
 def test_concatenates_of_views_are_written_into_one_buffer():
     # the shape of the QKV gradient: q and k interleaved back from RoPE's halves,
     # transposed to [B, T, H, hd] and reshaped, joined with v: one buffer, each leaf
@@ -212,6 +238,7 @@ def test_fused_chain_is_one_loop_in_the_source():
     assert src.count("@numba.njit") == 1, src
     assert src.count("for ") == 1 and "tanh_f32(" in src and "exp_f32(" in src, src
     assert "np.float32(0.5)" in src                       # typed constants
+    assert ".reshape(" not in src                         # flat views: runtime.flat
     check(f.fun, x, x, x)
 
 

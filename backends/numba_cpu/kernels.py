@@ -10,9 +10,9 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
     def kernel(sz, a0, s0):
         n0 = np.uint64(sz[0])                     # sizes are arguments: one kernel serves
         n1 = np.uint64(sz[1])                     # every shape of this structure
-        x0 = a0.reshape(-1)                       # inputs: contiguous, flat
+        x0 = flat(a0)                             # inputs: contiguous, flat
         o0 = np.empty(s0, np.float32)             # outputs
-        p0 = o0.reshape(-1)
+        p0 = flat(o0)
         b0 = np.empty(n1, np.float32)             # a row buffer
         for i0 in range(n0):
             r1 = -inf                             # stage 0: m = max(x)
@@ -374,12 +374,14 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
         in_mask[k] = m
         if not m:
             if v.aval.shape:
-                E.line(f"x{k} = a{k}.reshape(-1)[0]")
+                E.runtime.add("flat")
+                E.line(f"x{k} = flat(a{k})[0]")
             else:
                 E.runtime.add("scalar_of")
                 E.line(f"x{k} = scalar_of(a{k})")
         else:
-            E.line(f"x{k} = a{k}.reshape(-1)")
+            E.runtime.add("flat")
+            E.line(f"x{k} = flat(a{k})")
         if k in strided:
             args.append(f"st{k}")
             for j, d in enumerate(dm):
@@ -395,7 +397,8 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
                 shape = f"s{k}"
                 args.append(shape)
             E.line(f"o{k} = np.empty({shape}, {np_name(v.aval.dtype)})")
-        E.line(f"p{k} = o{k}.reshape(-1)")
+        E.runtime.add("flat")
+        E.line(f"p{k} = flat(o{k})")
 
     def alloc_buffers():
         for v, b in buffers.items():
