@@ -26,6 +26,8 @@ import pathlib
 import subprocess
 import sys
 
+from fnad.backends.numba_cpu.runtime import usable_cpus
+
 
 def marker(cache: pathlib.Path, name: str, spec: tuple) -> pathlib.Path:
     digest = hashlib.sha256(repr(tuple(map(tuple, spec))).encode()).hexdigest()[:16]
@@ -43,14 +45,6 @@ def write_markers(cache: pathlib.Path, signatures: dict) -> None:
 
 
 CHILD_MIN_KERNELS = 4      # a child's imports cost about as much as compiling 2-3 kernels
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def shares(signatures: dict, cost: dict, children: int) -> list[dict]:

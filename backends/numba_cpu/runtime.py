@@ -151,14 +151,17 @@ def fetch_add(typingctx, counter):
     return types.int64(counter), codegen
 
 
-def _threads() -> int:
-    env = os.environ.get("FNAD_NUM_THREADS")
-    if env:
-        return max(1, int(env))
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:                             # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _threads() -> int:
+    env = os.environ.get("FNAD_NUM_THREADS")
+    return max(1, int(env)) if env else usable_cpus()
 
 
 NUM_THREADS = _threads()
