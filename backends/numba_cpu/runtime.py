@@ -6,12 +6,12 @@ reference), `fmaximum`/`fminimum` (LLVM's NaN-propagating maximum/minimum: np.ma
 semantics, and a max-reduction loop over them vectorizes, where `v if v > m else m` with a
 NaN check does not: 1000x1000 f32 row max 59 us against 520 us), the reductions'
 accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kernel
-with fast-math flags), `flat` (an array's flat view, cheap to compile), the threaded execution of
-large kernels (`fetch_add`, `run_threaded`, below) and of independent small ones
-(`run_together`), and `RUNTIME_STAMP`, a hash of this
-file that the code generator writes into every generated module (numba's on-disk cache does
-not see changes in helper modules, so a change here must change the generated source).
-Imports only numpy, numba and llvmlite.
+with fast-math flags), `flat` (an array's flat view, cheap to compile), the threaded
+execution of large kernels (`fetch_add`, `run_threaded`, below) and of independent small
+ones (`run_together`), the CPUs this process may use (`usable_cpus`), and `RUNTIME_STAMP`,
+a hash of this file that the code generator writes into every generated module (numba's
+on-disk cache does not see changes in helper modules, so a change here must change the
+generated source). Imports only numpy, numba and llvmlite.
 """
 from __future__ import annotations
 
