@@ -430,9 +430,9 @@ class _Driver:
         self.eqns, steps = plan_recomputing(self.eqns, self.outvars,
                                             fusable if self.m.fuse else _never)
         steps = self.placements(steps)
-        self.inplace = self.inplace_updates(steps)
-        dead = self.dead_after(steps)
         reads = self.step_reads(steps)
+        self.inplace = self.inplace_updates(steps, reads)
+        dead = self.dead_after(steps, reads)
         for pos, (kind, x) in enumerate(steps):
             if kind != "group" or not self.batched.isdisjoint(reads[pos]):
                 self.flush()
@@ -512,17 +512,17 @@ class _Driver:
             self.line(f"del {', '.join(sorted(self.held))}")
             self.held = []
 
-    def dead_after(self, steps) -> dict:
+    def dead_after(self, steps, reads) -> dict:
         """step index -> the Vars this function defined that are read there for the last
-        time (not outputs): the driver `del`s them after it, so that their memory serves
-        the next buffers (as XLA's buffer assignment reuses memory) instead of every
-        intermediate living until the function returns (the compiled GPT train step of
-        benchmarks/gpt_step.py: peak resident memory 600 MB without, 355 MB with)."""
+        time (`reads`: step_reads(steps); not outputs): the driver `del`s them after it, so
+        that their memory serves the next buffers (as XLA's buffer assignment reuses
+        memory) instead of every intermediate living until the function returns (the
+        compiled GPT train step of benchmarks/gpt_step.py: peak resident memory 600 MB
+        without, 355 MB with)."""
         from fnad.passes.dce import last_reads
         defined = {v for kind, x in steps
                    for v in (self.eqns[x].outvars if kind == "eqn" else x.outputs)}
-        return last_reads([[v for v in vs if v in defined] for vs in self.step_reads(steps)],
-                          self.outvars)
+        return last_reads([[v for v in vs if v in defined] for vs in reads], self.outvars)
 
     def step_reads(self, steps) -> list[list[Var]]:
         """The Vars each step reads: an equation's operands, a kernel's or a placement's
@@ -531,12 +531,13 @@ class _Driver:
                 else [v for v, _ in x.inputs] for kind, x in steps]
 
     # ---- buffers updated in place ----
-    def inplace_updates(self, steps) -> set:
-        """Indices of the dynamic_update_slice eqns that may write into their operand: one
-        whose buffer this function allocated with an earlier dynamic_update_slice (never an
-        input, a constant, or anything that may be a view of one) when nothing that may
-        alias that buffer is read later or returned. A chain of updates (a KV cache updated
-        by every layer) then copies once instead of once per update.
+    def inplace_updates(self, steps, reads) -> set:
+        """Indices of the dynamic_update_slice eqns that may write into their operand
+        (`reads`: step_reads(steps)): one whose buffer this function allocated with an
+        earlier dynamic_update_slice (never an input, a constant, or anything that may be a
+        view of one) when nothing that may alias that buffer is read later or returned. A
+        chain of updates (a KV cache updated by every layer) then copies once instead of
+        once per update.
 
         Aliasing is tracked conservatively: a kernel's outputs are new buffers; every other
         equation's outputs may alias any of its inputs (reshape, slice, transpose... are
@@ -544,7 +545,7 @@ class _Driver:
         from fnad.passes.dce import last_read_at
         from fnad.primitives.shape_ops import dynamic_update_slice_p
         eqns, foreign = self.eqns, object()           # foreign: inputs, constants, literals
-        last = last_read_at(self.step_reads(steps), self.outvars)
+        last = last_read_at(reads, self.outvars)
         roots: dict = {}                              # Var -> the buffers it may alias
         members: dict = {}                            # buffer -> the Vars that may alias it
         owned, inplace = set(), set()
