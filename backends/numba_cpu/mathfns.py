@@ -22,7 +22,7 @@ Emit an import in the generated module and call the scalar function inside the l
 - Give each function an argument of its own dtype: nothing checks it (an f32 function given
   a float64 computes in float64 with float32 constants, to float32 accuracy).
 - Each function is `@njit(forceinline=True, fastmath={'contract'}, error_model='numpy',
-  cache=True)`, deliberately not numba's `inline='always'`: forceinline marks the compiled
+  cache=True, no_cfunc_wrapper=True)`, deliberately not numba's `inline='always'`: forceinline marks the compiled
   function `alwaysinline` for LLVM, so it is inlined into the caller's loop (and vectorized
   there) whatever its size, and its instructions keep this module's flags (`contract` only:
   FMA contraction). Numba-IR inlining (`inline='always'`) gives the inlined code the
@@ -76,7 +76,8 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-_njit = numba.njit(fastmath={"contract"}, error_model="numpy", forceinline=True, cache=True)
+_njit = numba.njit(fastmath={"contract"}, error_model="numpy", forceinline=True, cache=True,
+                  no_cfunc_wrapper=True)            # no C wrapper: kernels.NJIT_OPTIONS
 
 # ---- bit-level helpers (LLVM intrinsics: they inline and vectorize) --------------------------
 

@@ -29,7 +29,7 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
-_njit = numba.njit(error_model="numpy", cache=True)
+_njit = numba.njit(error_model="numpy", cache=True, no_cfunc_wrapper=True)   # kernels.py
 
 RUNTIME_STAMP = hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()[:12]
 
