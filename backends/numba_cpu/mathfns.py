@@ -22,13 +22,14 @@ Emit an import in the generated module and call the scalar function inside the l
 - Give each function an argument of its own dtype: nothing checks it (an f32 function given
   a float64 computes in float64 with float32 constants, to float32 accuracy).
 - Each function is `@njit(forceinline=True, fastmath={'contract'}, error_model='numpy',
-  cache=True, no_cfunc_wrapper=True)`, deliberately not numba's `inline='always'`: forceinline marks the compiled
-  function `alwaysinline` for LLVM, so it is inlined into the caller's loop (and vectorized
-  there) whatever its size, and its instructions keep this module's flags (`contract` only:
-  FMA contraction). Numba-IR inlining (`inline='always'`) gives the inlined code the
-  *caller's* flags, and `reassoc` lets LLVM fold the compensated steps these functions rely
-  on; measured in a caller with the flag set below: log1p_f32(1e-5) off by 15,000 ulp
-  ((u - 1) - x folded to 0) and exp_f32(88.5) = inf (2^64 * 2^64 regrouped into 2^128).
+  cache=True, no_cfunc_wrapper=True)`, deliberately not numba's `inline='always'`:
+  forceinline marks the compiled function `alwaysinline` for LLVM, so it is inlined into
+  the caller's loop (and vectorized there) whatever its size, and its instructions keep
+  this module's flags (`contract` only: FMA contraction). Numba-IR inlining
+  (`inline='always'`) gives the inlined code the *caller's* flags, and `reassoc` lets LLVM
+  fold the compensated steps these functions rely on; measured in a caller with the flag
+  set below: log1p_f32(1e-5) off by 15,000 ulp ((u - 1) - x folded to 0) and exp_f32(88.5)
+  = inf (2^64 * 2^64 regrouped into 2^128).
 - Callers: `fastmath={'arcp','contract','afn','reassoc','nsz'}` and `error_model='numpy'`
   (a checked division blocks vectorization). Avoid `nnan`/`ninf` (`fastmath=True`): these
   functions keep their own flags, but the caller's code around them would drop NaN/inf.
