@@ -238,7 +238,8 @@ def test_fused_chain_is_one_loop_in_the_source():
     assert src.count("@numba.njit") == 1, src
     assert src.count("for ") == 1 and "tanh_f32(" in src and "exp_f32(" in src, src
     assert "np.float32(0.5)" in src                       # typed constants
-    assert ".reshape(" not in src                         # flat views: runtime.flat
+    kernel = src[src.index("# fnad numba backend: generated kernel"):]
+    assert ".reshape(" not in kernel                      # flat views: runtime.flat
     check(f.fun, x, x, x)
 
 
@@ -249,6 +250,32 @@ def test_identical_kernels_are_emitted_once():
     src = numba_jit(f).lower(x, x).source
     assert src.count("@numba.njit") == 2, src             # tanh chain once, the add once
     check(f, x, x)
+
+
+def test_a_kernel_compiles_once_for_arrays_of_every_rank():
+    """The driver passes arrays flat and reshapes the outputs the kernel returns flat, so
+    that numba compiles a kernel once whatever the ranks of the arrays it is given (an
+    AdamW-style update of a bias and of a weight matrix); the outputs keep their shapes."""
+    from fnad.backends.numba_cpu import codegen
+
+    def update(p, g, m):
+        m = 0.9 * m + 0.1 * g
+        return p - 0.01 * m / (jnp.sqrt(m * m) + 1e-8), m
+    names = set()
+    for shape in [(6,), (2, 3), (3, 1, 4), (5, 7)]:
+        p, g, m = (RNG.standard_normal(shape).astype(np.float32) for _ in range(3))
+        fn = numba_jit(update)
+        src = fn.lower(p, g, m).source
+        names.update(line.split("(")[0][4:] for line in src.splitlines()
+                     if line.startswith("def k_"))
+        check(update, p, g, m)
+        out = fn(p, g, m)
+        assert [o.shape for o in out] == [shape, shape]
+    assert len(names) == 1, names                           # one kernel source ...
+    (name,) = names
+    kernel = getattr(codegen._MODULES[name], name)
+    assert len(kernel.signatures) == 1, kernel.signatures  # ... compiled for one signature
+    assert all(t.ndim <= 1 for t in kernel.signatures[0] if hasattr(t, "ndim"))
 
 
 # ---- row kernels ---------------------------------------------------------------------------

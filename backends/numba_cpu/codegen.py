@@ -343,7 +343,7 @@ class _ModuleBuilder:
                 + (", ".join(self.kernels) or "none"),
                 "import numpy as np", ""]
         make = ["def make(K):", "    C = np.ascontiguousarray  # noqa",
-                "    S = strided  # noqa"]
+                "    R = np.ravel  # noqa", "    S = strided  # noqa"]
         if self.K:
             make.append("    " + ", ".join(f"K{i}" for i in range(len(self.K))) + ", = K")
         for fn in self.functions:
@@ -453,6 +453,12 @@ class _Driver:
 
     # ---- a fusion group: one kernel call ----
     def group(self, g):
+        """The call of the group's kernel. Its arrays are passed flat (rank 1, or 0 for a
+        scalar): the kernel indexes them flat anyway (runtime.flat), but numba
+        compiles a function again for every rank of an argument, so the same kernel read
+        arrays of ranks 1 and 2 (AdamW's update of a bias and of a weight matrix) compiled
+        twice. Outputs it allocates come back flat (it is given their sizes) and are
+        reshaped here; a threaded kernel is given the flat views of its outputs."""
         from fnad.backends.numba_cpu.runtime import NUM_THREADS
         views = frozenset(k for k, (v, _) in enumerate(g.inputs)
                           if v in self.views and v.aval.shape)
@@ -467,9 +473,13 @@ class _Driver:
                 continue
             if not v.aval.shape:        # a fresh 0-d array: one argument type for any scalar
                 args.append(f"np.array({a}, {_np_dtype(dt)})")
-            else:
+                spec.append(("array", dt.name, 0))
+                continue
+            if v.aval.ndim == 1:
                 args.append(a if v in self.contiguous else f"C({a})")
-            spec.append(("array", dt.name, v.aval.ndim))
+            else:                       # flat (a view where it is contiguous): see above
+                args.append(f"{a}.ravel()" if v in self.contiguous else f"R({a})")
+            spec.append(("array", dt.name, 1))
         self.contiguous.update(g.outputs)
         if threaded:                    # outputs allocated here, chunks run on all threads
             self.flush()
@@ -477,18 +487,19 @@ class _Driver:
                 o = self.define(v)
                 self.line(f"{o} = np.empty({tuple(v.aval.shape)!r}, "
                           f"{_np_dtype(v.aval.dtype)})")
-                args.append(o)
-                spec.append(("array", v.aval.dtype.name, v.aval.ndim))
+                args.append(o if v.aval.ndim == 1 else f"{o}.ravel()")
+                spec.append(("array", v.aval.dtype.name, 1))
             chunks = min(sizes[0], 16 * NUM_THREADS)
             spec += [("array", "int64", 1), ("int64",)]
             self.m.signatures.setdefault(kname, set()).add(tuple(spec))
             self.line(f"run_threaded({kname}, ({', '.join(args)},), {chunks})")
             return
-        args += [repr(tuple(v.aval.shape)) for v in g.outputs if v.aval.shape]
-        spec += [("tuple", v.aval.ndim) for v in g.outputs if v.aval.shape]
+        args += [repr(math.prod(v.aval.shape)) for v in g.outputs if v.aval.shape]
+        spec += [("int64",) for v in g.outputs if v.aval.shape]
         self.m.signatures.setdefault(kname, set()).add(tuple(spec))
         outs = [self.define(v) for v in g.outputs]
-        self.batch.append((outs, kname, args, math.prod(sizes)))
+        shaped = [(o, tuple(v.aval.shape)) for o, v in zip(outs, g.outputs) if v.aval.ndim > 1]
+        self.batch.append((outs, kname, args, math.prod(sizes), shaped))
         self.batched.update(g.outputs)
 
     def flush(self):
@@ -497,17 +508,20 @@ class _Driver:
         TOGETHER_MIN elements of work in all run side by side (runtime.run_together): the
         GPT step's 31 AdamW updates, RoPE's two halves of q and of k."""
         batch, self.batch, self.batched = self.batch, [], set()
-        if len(batch) > 1 and sum(size for *_, size in batch) >= TOGETHER_MIN:
+        if len(batch) > 1 and sum(size for *_, size, _ in batch) >= TOGETHER_MIN:
             self.line("(")
             for outs, *_ in batch:
                 self.line(f"({''.join(o + ', ' for o in outs)}),", depth=3)
             self.line(") = run_together((")
-            for _, kname, args, _ in batch:
+            for _, kname, args, _, _ in batch:
                 self.line(f"({kname}, ({''.join(a + ', ' for a in args)})),", depth=3)
             self.line("))")
         else:
-            for outs, kname, args, _ in batch:
+            for outs, kname, args, _, _ in batch:
                 self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
+        for *_, shaped in batch:        # kernels return flat outputs (see group)
+            for o, shape in shaped:
+                self.line(f"{o} = {o}.reshape({shape!r})")
         if self.held:
             self.line(f"del {', '.join(sorted(self.held))}")
             self.held = []

@@ -11,7 +11,7 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
         n0 = np.uint64(sz[0])                     # sizes are arguments: one kernel serves
         n1 = np.uint64(sz[1])                     # every shape of this structure
         x0 = flat(a0)                             # inputs: contiguous, flat
-        o0 = np.empty(s0, np.float32)             # outputs
+        o0 = np.empty(s0, np.float32)             # outputs (s0: their size)
         p0 = flat(o0)
         b0 = np.empty(n1, np.float32)             # a row buffer
         for i0 in range(n0):
@@ -349,8 +349,9 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
     order (arrays, or rank-0 buffers; an input whose number is in `strided` is two
     arguments: a flat array over its memory from its first element and its strides in
     elements, runtime.strided(x), so that a view such as x[..., ::2] is read in place
-    instead of copied); then either the shapes of the outputs of rank > 0
-    (it allocates and returns a tuple of the outputs), or, when `threaded`, the output
+    instead of copied); then either the sizes of the outputs of rank > 0, as ints (it
+    allocates and returns a tuple of the outputs, flat: the driver reshapes them; a shape
+    tuple works as well), or, when `threaded`, the output
     arrays themselves, a chunk counter and the number of chunks (it fills the chunks of
     the outermost loop it claims; see runtime.run_threaded). `sizes` is the `sz` to pass.
     """
