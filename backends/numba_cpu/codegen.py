@@ -463,8 +463,8 @@ class _Driver:
         views = frozenset(k for k, (v, _) in enumerate(g.inputs)
                           if v in self.views and v.aval.shape)
         kname, sizes, threaded, strided = self.m.kernel(g, self.eqns, views)
-        args = [repr(sizes)] if sizes else []
-        spec = [("tuple", len(sizes))] if sizes else []   # the argument types, for precompile
+        args = [self.m.const(np.array(sizes, np.uint64))] if sizes else []   # kernels.py sz
+        spec = [("array", "uint64", 1)] if sizes else []   # the argument types, for precompile
         for k, (v, _) in enumerate(g.inputs):
             a, dt = self.atom(v), v.aval.dtype
             if k in strided:            # a view, read in place: flat memory and strides

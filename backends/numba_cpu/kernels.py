@@ -8,8 +8,8 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
 
     @numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
     def kernel(sz, a0, s0):
-        n0 = np.uint64(sz[0])                     # sizes are arguments: one kernel serves
-        n1 = np.uint64(sz[1])                     # every shape of this structure
+        n0 = sz[0]                                # sizes are an argument (a uint64 array):
+        n1 = sz[1]                                # one kernel serves every shape
         x0 = flat(a0)                             # inputs: contiguous, flat
         o0 = np.empty(s0, np.float32)             # outputs (s0: their size)
         p0 = flat(o0)
@@ -120,7 +120,9 @@ class _Layout:
     """Loop dims (merged runs of domain dims) and index expressions of values.
 
     Sizes are not constants in the source: the kernel takes them as its first argument
-    `sz` (n0, n1, ...), so one kernel serves every shape with the same structure."""
+    `sz` (n0, n1, ...), so one kernel serves every shape with the same structure. `sz` is
+    a uint64 array, where a tuple of ints would need an `np.uint64(...)` conversion per
+    size, and numba spent about 2 ms compiling each such call."""
 
     def __init__(self, domain, inner, dmaps, strided_dmaps=()):
         self.runs = _merge_dims(domain, inner, dmaps, strided_dmaps)
@@ -369,7 +371,7 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
     # -- prologue: sizes, flat inputs, outputs --
     args = ["sz"] if L.runs else []
     for m in range(len(L.runs)):                # unsigned: indices need no wraparound check
-        E.line(f"n{m} = np.uint64(sz[{m}])")
+        E.line(f"n{m} = sz[{m}]")
     in_name = {}
     in_mask = {}
     for k, (v, dm) in enumerate(g.inputs):
@@ -413,14 +415,15 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
         m0 = L.outer[0]
         args += ["counter", "chunks"]
         E.runtime.add("fetch_add")
+        E.line("ch = np.uint64(chunks)")
+        E.line("one = np.uint64(1)")
         E.line("while True:")
         E.depth += 1
-        E.line("c = fetch_add(counter)")
-        E.line("if c >= chunks:")
+        E.line("c = fetch_add(counter)")             # uint64
+        E.line("if c >= ch:")
         E.line("    break")
         alloc_buffers()
-        E.line(f"for i{m0} in range(np.uint64(c) * n{m0} // np.uint64(chunks), "
-               f"np.uint64(c + 1) * n{m0} // np.uint64(chunks)):")
+        E.line(f"for i{m0} in range(c * n{m0} // ch, (c + one) * n{m0} // ch):")
         E.depth += 1
         rest = L.outer[1:]
     else:

@@ -141,14 +141,15 @@ def flat(typingctx, a):
 # chunks a late worker did not claim, and a task that never started is cancelled.
 @intrinsic
 def fetch_add(typingctx, counter):
-    """counter[0] += 1 atomically (an int64 array); returns the old value."""
+    """counter[0] += 1 atomically (an int64 array); returns the old value, as a uint64 (a
+    chunk number, computed with the kernel's unsigned sizes)."""
     if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
         return None
 
     def codegen(context, builder, sig, args):
         arr = context.make_array(sig.args[0])(context, builder, args[0])
         return builder.atomic_rmw("add", arr.data, ir.Constant(ir.IntType(64), 1), "seq_cst")
-    return types.int64(counter), codegen
+    return types.uint64(counter), codegen
 
 
 def usable_cpus() -> int:
