@@ -278,6 +278,33 @@ def test_a_kernel_compiles_once_for_arrays_of_every_rank():
     assert all(t.ndim <= 1 for t in kernel.signatures[0] if hasattr(t, "ndim"))
 
 
+def test_kernels_run_at_the_signatures_recorded_for_the_compile_children():
+    """What the children of a background compile compile (precompile.py, from the argument
+    types the code generator records) is what the kernels are then called with, read-only
+    inputs included: a read-only argument, a captured read-only constant, iota's read-only
+    view and a strided view. Otherwise the first compiled call compiles again in the main
+    thread."""
+    from fnad.backends.numba_cpu import precompile
+    mask = np.tril(np.ones((5, 5), bool))
+    mask.flags.writeable = False
+
+    def f(x, y):
+        z = jnp.where(mask, jnp.tanh(x * 2.0 + y), 0.0)
+        ramp = lax.iota(np.float32, 5) * 0.5 + 1.0
+        return z * ramp, x[:, ::2] * 3.0 + 1.0
+    x = RNG.standard_normal((5, 5)).astype(np.float32)
+    y = RNG.standard_normal((5, 5)).astype(np.float32)
+    y.flags.writeable = False
+    fn = numba_jit(f)
+    assert_same(fn(x, y), eager(f, x, y))
+    comp = fn.lower(x, y).compile()
+    assert comp._signatures
+    for kernel in comp._kernels:
+        recorded = {tuple(precompile._numba_type(s) for s in spec)
+                    for spec in comp._signatures[kernel.__name__]}
+        assert set(kernel.signatures) == recorded, (kernel.__name__, kernel.signatures)
+
+
 # ---- row kernels ---------------------------------------------------------------------------
 def _layer_norm(x, g, b):
     mu = jnp.mean(x, -1, keepdims=True)

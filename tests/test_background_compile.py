@@ -59,6 +59,9 @@ def test_runs_interpreted_then_loads_what_the_child_compiled(fresh_cache):
     comp.wait()
     assert not comp.compiling
     assert precompile.markers_present(fresh_cache, comp._signatures)
+    assert not comp._checked                # no compiled call yet, and yet the kernels are
+    for kernel in comp._kernels:            # loaded (precompile.load_when_compiled)
+        assert kernel.signatures and kernel.stats.cache_hits, kernel.stats
     second = np.asarray(jf(X))
     np.testing.assert_allclose(second, eager(f, X), rtol=1e-6, atol=1e-6)
     for kernel in comp._kernels:          # loaded from the child's disk cache, not compiled

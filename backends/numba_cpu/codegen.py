@@ -101,8 +101,10 @@ class Compiled:
     compile starts child processes that compile them into the disk cache (precompile.py;
     several where there are CPUs and kernels enough) and, until they are done, runs on the
     NumPy interpreter (numpy_ref/compile.py: the same optimized jaxpr, equation by
-    equation); the first call after that loads the kernels and runs the generated program.
-    `wait()` blocks until the children are done. A program whose kernels are loaded or on
+    equation); a thread of this process loads each kernel from the disk cache as soon as a
+    child has it there (precompile.load_when_compiled), and the first call after the
+    children are done runs the generated program. `wait()` blocks until the children are
+    done and the kernels loaded. A program whose kernels are loaded or on
     disk (marker files say so) runs compiled at once. With the option off, the first call
     compiles, then runs: in this process, or in parallel children it waits for where
     precompile.py would start more than one.
@@ -114,12 +116,12 @@ class Compiled:
     """
 
     __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job",
-                 "_interp")
+                 "_interp", "_loader")
 
     def __init__(self, closed, run, source: str, kernels=(), signatures=None):
         self.run, self.source, self._closed = run, source, closed
         self._kernels, self._signatures = tuple(kernels), signatures or {}
-        self._checked, self._job, self._interp = False, None, None
+        self._checked, self._job, self._interp, self._loader = False, None, None, None
 
     def __call__(self, *bufs):
         if self._checked:
@@ -134,6 +136,8 @@ class Compiled:
             if not background and precompile.children(self._signatures) < 2:
                 return self._first(bufs)     # one child would add its imports to the wait
             job = self._job = precompile.start(cache_dir(), self._signatures)
+            self._loader = precompile.load_when_compiled(job, self._kernels, self._signatures,
+                                                         cache_dir())
             if not background:
                 job.wait()
         if job.poll() is None:
@@ -146,10 +150,13 @@ class Compiled:
         return self._first(bufs)
 
     def wait(self) -> None:
-        """Block until a background compile of this program has finished."""
-        job = self._job
+        """Block until a background compile of this program has finished and its kernels
+        are loaded (the next call runs compiled at once)."""
+        job, loader = self._job, self._loader
         if job is not None:
             job.wait()
+        if loader is not None:
+            loader.join()
 
     @property
     def compiling(self) -> bool:
@@ -167,6 +174,9 @@ class Compiled:
 
     def _first(self, bufs):
         from numba.core.errors import NumbaError
+        if self._loader is not None:      # its last loads (it ends with the children)
+            self._loader.join()
+            self._loader = None
         try:
             out = self.run(*bufs)
         except NumbaError as e:
@@ -342,8 +352,8 @@ class _ModuleBuilder:
                 "# kernels (modules fnad_k_*.py in the cache dir, source below in .source): "
                 + (", ".join(self.kernels) or "none"),
                 "import numpy as np", ""]
-        make = ["def make(K):", "    C = np.ascontiguousarray  # noqa",
-                "    R = np.ravel  # noqa", "    S = strided  # noqa"]
+        make = ["def make(K):", "    C = writable  # noqa", "    R = writable_flat  # noqa",
+                "    S = strided  # noqa"]
         if self.K:
             make.append("    " + ", ".join(f"K{i}" for i in range(len(self.K))) + ", = K")
         for fn in self.functions:
@@ -390,6 +400,7 @@ class _Driver:
         self.m = m
         self.name = name
         self.invars, self.const_pairs, self.eqns, self.outvars = flatten(jaxpr, consts)
+        self.args = set(self.invars)
         self.lines: list[str] = []
         self.names: dict = {}
         self.contiguous: set = set()        # Vars known to be C-contiguous arrays
@@ -418,6 +429,7 @@ class _Driver:
         return name
 
     def emit(self):
+        from fnad.backends.numba_cpu.runtime import writable
         from fnad.backends.numba_cpu.scalar_ops import fusable
         from fnad.backends.numba_cpu.plan import plan_recomputing
         args = []
@@ -425,7 +437,7 @@ class _Driver:
             name = self.names[v] = self.fresh("a")
             args.append(name)
         for v, c in self.const_pairs:
-            self.names[v] = self.m.const(np.ascontiguousarray(np.asarray(c)))
+            self.names[v] = self.m.const(writable(np.asarray(c)))       # runtime.writable
             self.contiguous.add(v)
         self.eqns, steps = plan_recomputing(self.eqns, self.outvars,
                                             fusable if self.m.fuse else _never)
@@ -458,7 +470,12 @@ class _Driver:
         compiles a function again for every rank of an argument, so the same kernel read
         arrays of ranks 1 and 2 (AdamW's update of a bias and of a weight matrix) compiled
         twice. Outputs it allocates come back flat (it is given their sizes) and are
-        reshaped here; a threaded kernel is given the flat views of its outputs."""
+        reshaped here; a threaded kernel is given the flat views of its outputs. Inputs the
+        driver did not make itself (arguments, what an impl returned) go through C or R
+        (runtime.writable, writable_flat), which copy a read-only array: numba would compile
+        the kernel again for it. Except a rank-1 argument of the program: there the check
+        (65 ns) would be a tenth of the call overhead of a small program (`fnad.jit` of
+        `x + 1`: 2.1 µs), and a read-only one costs one compile more (on disk from then on)."""
         from fnad.backends.numba_cpu.runtime import NUM_THREADS
         views = frozenset(k for k, (v, _) in enumerate(g.inputs)
                           if v in self.views and v.aval.shape)
@@ -475,8 +492,9 @@ class _Driver:
                 args.append(f"np.array({a}, {_np_dtype(dt)})")
                 spec.append(("array", dt.name, 0))
                 continue
-            if v.aval.ndim == 1:
-                args.append(a if v in self.contiguous else f"C({a})")
+            if v.aval.ndim == 1:        # an argument: np.ascontiguousarray (see above)
+                args.append(a if v in self.contiguous else
+                            f"np.ascontiguousarray({a})" if v in self.args else f"C({a})")
             else:                       # flat (a view where it is contiguous): see above
                 args.append(f"{a}.ravel()" if v in self.contiguous else f"R({a})")
             spec.append(("array", dt.name, 1))
@@ -851,9 +869,10 @@ def load_driver(src: str, kernels: dict):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.runtime import run_threaded, run_together, strided
+        from fnad.backends.numba_cpu.runtime import (run_threaded, run_together, strided,
+                                                     writable, writable_flat)
         namespace = dict(kernels, np=np, run_threaded=run_threaded, run_together=run_together,
-                         strided=strided,
+                         strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")
         exec(compile(src, str(path), "exec"), namespace)
         make = _DRIVERS[sha] = namespace["make"]

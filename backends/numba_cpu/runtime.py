@@ -213,6 +213,23 @@ def run_together(calls: tuple) -> list:
     return results
 
 
+# ---- arguments of a kernel --------------------------------------------------------------------
+# numba compiles a function again for a read-only array argument (another type), and the
+# children that compile a program's kernels (precompile.py) know only the arguments' dtypes
+# and ranks. Read-only arrays do reach kernels: a captured constant (the GPT step's causal
+# mask), iota's broadcast view, NumPy views of jax arrays. Each then cost a compile in the
+# main thread at the first compiled call (about 0.35 s each, two in the GPT step). The driver
+# passes every input it did not make itself through these: a read-only one is copied.
+def writable(x):
+    """x as a writable C-contiguous array: x itself where it is one, else a copy."""
+    return np.ascontiguousarray(x) if x.flags.writeable else np.array(x, order="C")
+
+
+def writable_flat(x):
+    """writable(x), flat: a view where x is a writable C-contiguous array, else a copy."""
+    return x.ravel() if x.flags.writeable else np.array(x, order="C").ravel()
+
+
 # ---- views read in place -------------------------------------------------------------------
 def strided(x) -> tuple:
     """(flat, strides) for a kernel that reads x by strides (kernels.kernel_source): a 1-D
