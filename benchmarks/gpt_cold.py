@@ -1,8 +1,8 @@
 """The GPT step's first call in fresh processes (benchmarks/gpt_step.py's model and step):
 
     cold     an empty numba disk cache (FNAD_CACHE_DIR a new temp dir): fnad with its
-             background compile (the first call runs interpreted; `ready` is when the
-             compiled program is in use) and with it off (compile, then run), and jax.jit
+             background compile (the first call runs interpreted) and with it off
+             (compile, then run), and jax.jit
              (no persistent cache), each in its own process; `ready` counts up to the
              first result of compiled code (the call after the compile, which loads the
              kernels where that was not done meanwhile), as jax's first call includes its

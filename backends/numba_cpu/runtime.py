@@ -219,7 +219,8 @@ def run_together(calls: tuple) -> list:
 # and ranks. Read-only arrays do reach kernels: a captured constant (the GPT step's causal
 # mask), iota's broadcast view, NumPy views of jax arrays. Each then cost a compile in the
 # main thread at the first compiled call (about 0.35 s each, two in the GPT step). The driver
-# passes every input it did not make itself through these: a read-only one is copied.
+# passes the inputs it did not make itself through these (rank-1 arguments of the program
+# excepted: codegen._Driver.group): a read-only one is copied.
 def writable(x):
     """x as a writable C-contiguous array: x itself where it is one, else a copy."""
     return np.ascontiguousarray(x) if x.flags.writeable else np.array(x, order="C")
