@@ -10,9 +10,9 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
     def kernel(sz, a0, s0):
         n0 = sz[0]                                # sizes are an argument (a uint64 array):
         n1 = sz[1]                                # one kernel serves every shape
-        x0 = flat(a0)                             # inputs: contiguous, flat
+        x0 = a0                                   # inputs: contiguous, flat (rank 1)
         o0 = np.empty(s0, np.float32)             # outputs (s0: their size)
-        p0 = flat(o0)
+        p0 = o0
         b0 = np.empty(n1, np.float32)             # a row buffer
         for i0 in range(n0):
             r1 = -inf                             # stage 0: m = max(x)
@@ -351,9 +351,11 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
     order (arrays, or rank-0 buffers; an input whose number is in `strided` is two
     arguments: a flat array over its memory from its first element and its strides in
     elements, runtime.strided(x), so that a view such as x[..., ::2] is read in place
-    instead of copied); then either the sizes of the outputs of rank > 0, as ints (it
-    allocates and returns a tuple of the outputs, flat: the driver reshapes them; a shape
-    tuple works as well), or, when `threaded`, the output
+    instead of copied; an array of rank >= 1 comes flat, as the driver passes it: the
+    kernel indexes it as it is, where a `flat(a)` view of any rank cost numba about 1 ms
+    of compile per array); then either the sizes of the outputs of rank > 0, as ints (it
+    allocates and returns a tuple of the outputs, flat: the driver reshapes them), or,
+    when `threaded`, the output
     arrays themselves, a chunk counter and the number of chunks (it fills the chunks of
     the outermost loop it claims; see runtime.run_threaded). `sizes` is the `sz` to pass.
     """
@@ -380,14 +382,12 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
         in_mask[k] = m
         if not m:
             if v.aval.shape:
-                E.runtime.add("flat")
-                E.line(f"x{k} = flat(a{k})[0]")
+                E.line(f"x{k} = a{k}[0]")
             else:
                 E.runtime.add("scalar_of")
                 E.line(f"x{k} = scalar_of(a{k})")
         else:
-            E.runtime.add("flat")
-            E.line(f"x{k} = flat(a{k})")
+            E.line(f"x{k} = a{k}")
         if k in strided:
             args.append(f"st{k}")
             for j, d in enumerate(dm):
@@ -403,8 +403,11 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
                 shape = f"s{k}"
                 args.append(shape)
             E.line(f"o{k} = np.empty({shape}, {np_name(v.aval.dtype)})")
-        E.runtime.add("flat")
-        E.line(f"p{k} = flat(o{k})")
+        if v.aval.shape or threaded:
+            E.line(f"p{k} = o{k}")
+        else:                                   # a rank-0 output: its 1-element view
+            E.runtime.add("flat")
+            E.line(f"p{k} = flat(o{k})")
 
     def alloc_buffers():
         for v, b in buffers.items():
