@@ -466,8 +466,8 @@ class _Driver:
     # ---- a fusion group: one kernel call ----
     def group(self, g):
         """The call of the group's kernel. Its arrays are passed flat (rank 1, or 0 for a
-        scalar): the kernel indexes them flat anyway (runtime.flat), but numba
-        compiles a function again for every rank of an argument, so the same kernel read
+        scalar) and the kernel indexes them as they are: numba compiles a function again
+        for every rank of an argument, so the same kernel read
         arrays of ranks 1 and 2 (AdamW's update of a bias and of a weight matrix) compiled
         twice. Outputs it allocates come back flat (it is given their sizes) and are
         reshaped here; a threaded kernel is given the flat views of its outputs. Inputs the

@@ -107,9 +107,9 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
     runs the program interpreted meanwhile then switches to the compiled program without
     paying for numba's start-up (about 0.3 s: the first kernel loaded in a process) and the
     loading (a few ms per kernel) at that call (the GPT step's: about 0.3 s, beside a step
-    of 0.2 s). Loading holds numba's compiler
-    lock, so a call of a kernel from the main thread meanwhile waits for it and finds it
-    loaded. An error ends the thread: the first compiled call loads again and reports it."""
+    of 0.2 s). Loading holds numba's compiler lock, so a call of a kernel from the main
+    thread meanwhile waits for it and finds it loaded. An error ends the thread: the first
+    compiled call loads again and reports it."""
     pending = [(k, spec) for k in kernels for spec in sorted(signatures.get(k.__name__, ()))]
 
     def load() -> None:

@@ -5,13 +5,14 @@ division and remainder with lax's rounding (toward zero; x / 0 gives 0, as the N
 reference), `fmaximum`/`fminimum` (LLVM's NaN-propagating maximum/minimum: np.maximum's
 semantics, and a max-reduction loop over them vectorizes, where `v if v > m else m` with a
 NaN check does not: 1000x1000 f32 row max 59 us against 520 us), the reductions'
-accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kernel
-with fast-math flags), `flat` (an array's flat view, cheap to compile), the threaded
-execution of large kernels (`fetch_add`, `run_threaded`, below) and of independent small
-ones (`run_together`), the CPUs this process may use (`usable_cpus`), and `RUNTIME_STAMP`,
-a hash of this file that the code generator writes into every generated module (numba's
-on-disk cache does not see changes in helper modules, so a change here must change the
-generated source). Imports only numpy, numba and llvmlite.
+accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kernel with
+fast-math flags), `flat` (an array's flat view, cheap to compile: a kernel's rank-0
+output), the threaded execution of large kernels (`fetch_add`, `run_threaded`, below) and
+of independent small ones (`run_together`), the kernels' arguments (`writable`), the CPUs
+this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of this file that the
+code generator writes into every generated module (numba's on-disk cache does not see
+changes in helper modules, so a change here must change the generated source). Imports only
+numpy, numba and llvmlite.
 """
 from __future__ import annotations
 
@@ -116,7 +117,8 @@ def flat(typingctx, a):
     """A C-contiguous array as a 1-D view of its memory: `a.reshape(-1)` without numba's
     reshape, whose lowering (a call into its no-copy-reshape helper, shape and stride
     buffers) cost ~12 ms of compile time per array a kernel flattens: a third of a small
-    kernel's (4 arrays: 190 against 145 ms per kernel)."""
+    kernel's (4 arrays: 190 against 145 ms per kernel). Kernels now get their other arrays
+    flat from the driver (codegen._Driver.group) and use this for a rank-0 output only."""
     if not (isinstance(a, types.Array) and a.layout == "C"):
         return None
     flat_type = a.copy(ndim=1, layout="C")
