@@ -641,6 +641,41 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 
 
+_STARTUP_SCRIPT = textwrap.dedent("""
+    import sys, numpy as np, numba
+    import fnad, fnad.numpy as jnp
+    y = fnad.jit(lambda x: jnp.tanh(x) * 2.0, backend="numba")(np.ones(4, np.float32))
+    assert float(np.asarray(y)[0]) == float(np.tanh(np.float32(1)) * 2), y
+    print("numba arraymath loaded:", "numba.np.arraymath" in sys.modules)
+    print("scipy.linalg loaded:", "scipy.linalg" in sys.modules)
+    print("cython_blas loaded:", "scipy.linalg.cython_blas" in sys.modules)
+
+    @numba.njit
+    def dot(a, b):                       # numba's np.dot: BLAS through cython_blas
+        return np.dot(a, b)
+    a = np.arange(9.0).reshape(3, 3)
+    assert np.array_equal(dot(a, a), a @ a)
+    import scipy.linalg
+    import scipy.linalg.cython_blas as cb
+    assert scipy.linalg.cython_blas is cb and cb.__pyx_capi__
+    assert np.allclose(scipy.linalg.blas.dgemm(1.0, a, a), a @ a)
+    print("later imports work")
+""")
+
+
+def test_the_backend_starts_numba_without_importing_scipy_linalg(tmp_path):
+    """numba's arraymath imports scipy.linalg (0.1-0.2 s) to check for BLAS, which fnad's
+    kernels do not use: runtime.py loads the cython_blas extension alone for that check and
+    removes it again, and later imports of scipy.linalg (numba's np.dot, the user's) work."""
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0")
+    out = subprocess.run([sys.executable, "-c", _STARTUP_SCRIPT], env=env, check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    assert "numba arraymath loaded: True" in out
+    assert "scipy.linalg loaded: False" in out
+    assert "cython_blas loaded: False" in out
+    assert "later imports work" in out
+
+
 # ---- every primitive spec through jit --------------------------------------------------------
 def _one_spec_per_primitive():
     from test_primitives import one_spec_per_primitive

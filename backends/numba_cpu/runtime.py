@@ -12,14 +12,17 @@ of independent small ones (`run_together`), the kernels' arguments (`writable`),
 this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of this file that the
 code generator writes into every generated module (numba's on-disk cache does not see
 changes in helper modules, so a change here must change the generated source). Imports only
-numpy, numba and llvmlite.
+numpy, numba and llvmlite (numba's arraymath without scipy.linalg: see below).
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
+import importlib.util
 import itertools
 import os
 import pathlib
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -30,6 +33,41 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
 from numba.np.arrayobj import make_array, populate_array
 
+
+def _import_arraymath_without_scipy_linalg() -> None:
+    """Import numba.np.arraymath, which numba's CPU target loads before it compiles or
+    loads any function, without the `scipy.linalg` package it imports on the way.
+
+    arraymath checks at import that BLAS is there by importing scipy.linalg.cython_blas,
+    and Python imports a package before its submodule: scipy.linalg's __init__ (its
+    decompositions, scipy's array-API layer) took 0.11-0.20 s of the 2-core machine's
+    0.3 s numba start-up, in every process (a warm first call, each compile child).
+    fnad's kernels call no BLAS from numba. Here the cython_blas extension is loaded from
+    its file alone (3 ms) and stands in sys.modules while arraymath imports; the entry is
+    then removed, so that a later `import scipy.linalg.cython_blas` (numba's np.dot,
+    the user's code) imports the package as usual and gets the same extension module.
+    Where scipy.linalg (or arraymath) is already imported, or the file is not found, this
+    does nothing special."""
+    name = "scipy.linalg.cython_blas"
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        scipy = importlib.util.find_spec("scipy")
+        where = [os.path.join(d, "linalg") for d in scipy.submodule_search_locations]
+        spec = importlib.machinery.PathFinder.find_spec(name, where)
+        if not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader):
+            raise ImportError(f"{name} is not an extension module here")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    except (ImportError, AttributeError, TypeError, OSError):
+        sys.modules.pop(name, None)          # arraymath imports scipy.linalg as usual
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        sys.modules.pop(name, None)
+
+
+_import_arraymath_without_scipy_linalg()
 _njit = numba.njit(error_model="numpy", cache=True, no_cfunc_wrapper=True)   # kernels.py
 
 RUNTIME_STAMP = hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()[:12]
