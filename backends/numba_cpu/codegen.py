@@ -178,7 +178,8 @@ class Compiled:
             self._loader.join()
             self._loader = None
         try:
-            out = self.run(*bufs)
+            with core.gc_paused():       # numba loading or compiling kernels (precompile.py)
+                out = self.run(*bufs)
         except NumbaError as e:
             if STRICT:
                 raise
