@@ -40,8 +40,9 @@ def _import_arraymath_without_scipy_linalg() -> None:
 
     arraymath checks at import that BLAS is there by importing scipy.linalg.cython_blas,
     and Python imports a package before its submodule: scipy.linalg's __init__ (its
-    decompositions, scipy's array-API layer) took 0.11-0.20 s of the 2-core machine's
-    0.3 s numba start-up, in every process (a warm first call, each compile child).
+    decompositions, scipy's array-API layer) took 0.11-0.20 s of the 0.47-0.55 s that
+    importing this module and starting numba's CPU target took on the 2-core machine, in
+    every process (a warm first call, each compile child); 0.23-0.32 s without it.
     fnad's kernels call no BLAS from numba. Here the cython_blas extension is loaded from
     its file alone (3 ms) and stands in sys.modules while arraymath imports; the entry is
     then removed, so that a later `import scipy.linalg.cython_blas` (numba's np.dot,
