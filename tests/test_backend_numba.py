@@ -300,7 +300,7 @@ def test_kernels_run_at_the_signatures_recorded_for_the_compile_children():
     comp = fn.lower(x, y).compile()
     assert comp._signatures
     for kernel in comp._kernels:
-        recorded = {tuple(precompile._numba_type(s) for s in spec)
+        recorded = {precompile.numba_signature(spec)
                     for spec in comp._signatures[kernel.__name__]}
         assert set(kernel.signatures) == recorded, (kernel.__name__, kernel.signatures)
 

@@ -119,7 +119,7 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
                 for item in list(pending):
                     kernel, spec = item
                     if marker(cache, kernel.__name__, spec).exists():
-                        kernel.compile(tuple(_numba_type(s) for s in spec))
+                        kernel.compile(numba_signature(spec))
                         pending.remove(item)
                 if ended:
                     return
@@ -162,6 +162,11 @@ def _numba_type(spec):
     raise ValueError(f"unknown argument spec {spec!r}")
 
 
+def numba_signature(specs) -> tuple:
+    """The numba argument types of a kernel call recorded as `specs` (one per argument)."""
+    return tuple(_numba_type(s) for s in specs)
+
+
 def main() -> None:
     if hasattr(os, "nice"):     # background work: the program running interpreted meanwhile
         os.nice(10)             # (the user's first calls) gets the CPU first
@@ -174,7 +179,7 @@ def main() -> None:
             src = (cache / f"fnad_{name}.py").read_text()
             kernel = getattr(load_module(src, name), name)
             for spec in specs:
-                kernel.compile(tuple(_numba_type(s) for s in spec))
+                kernel.compile(numba_signature(spec))
                 marker(cache, name, spec).touch()
 
 
