@@ -53,6 +53,7 @@ import pathlib
 import sys
 import tempfile
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -394,6 +395,15 @@ class _Placed:
         self.outputs = [root]
 
 
+class _KernelCall(NamedTuple):
+    """A kernel call batched by _Driver.group, written by _Driver.flush."""
+    outs: list          # the names of its outputs
+    kernel: str         # the kernel's name
+    args: list          # its arguments, as source
+    size: int           # elements of work
+    shaped: list        # (name, shape) of the outputs to reshape (it returns them flat)
+
+
 class _Driver:
     """The straight-line Python function of one (flattened) jaxpr."""
 
@@ -518,7 +528,7 @@ class _Driver:
         self.m.signatures.setdefault(kname, set()).add(tuple(spec))
         outs = [self.define(v) for v in g.outputs]
         shaped = [(o, tuple(v.aval.shape)) for o, v in zip(outs, g.outputs) if v.aval.ndim > 1]
-        self.batch.append((outs, kname, args, math.prod(sizes), shaped))
+        self.batch.append(_KernelCall(outs, kname, args, math.prod(sizes), shaped))
         self.batched.update(g.outputs)
 
     def flush(self):
@@ -527,19 +537,19 @@ class _Driver:
         TOGETHER_MIN elements of work in all run side by side (runtime.run_together): the
         GPT step's 31 AdamW updates, RoPE's two halves of q and of k."""
         batch, self.batch, self.batched = self.batch, [], set()
-        if len(batch) > 1 and sum(size for *_, size, _ in batch) >= TOGETHER_MIN:
+        if len(batch) > 1 and sum(c.size for c in batch) >= TOGETHER_MIN:
             self.line("(")
-            for outs, *_ in batch:
-                self.line(f"({''.join(o + ', ' for o in outs)}),", depth=3)
+            for c in batch:
+                self.line(f"({''.join(o + ', ' for o in c.outs)}),", depth=3)
             self.line(") = run_together((")
-            for _, kname, args, _, _ in batch:
-                self.line(f"({kname}, ({''.join(a + ', ' for a in args)})),", depth=3)
+            for c in batch:
+                self.line(f"({c.kernel}, ({''.join(a + ', ' for a in c.args)})),", depth=3)
             self.line("))")
         else:
-            for outs, kname, args, _, _ in batch:
-                self.line(f"{''.join(o + ', ' for o in outs)}= {kname}({', '.join(args)})")
-        for *_, shaped in batch:        # kernels return flat outputs (see group)
-            for o, shape in shaped:
+            for c in batch:
+                self.line(f"{''.join(o + ', ' for o in c.outs)}= {c.kernel}({', '.join(c.args)})")
+        for c in batch:                 # kernels return flat outputs (see group)
+            for o, shape in c.shaped:
                 self.line(f"{o} = {o}.reshape({shape!r})")
         if self.held:
             self.line(f"del {', '.join(sorted(self.held))}")
