@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 
+import numpy as np
 import pytest
 
 import fnad
@@ -48,3 +49,16 @@ def x64_everywhere():
             yield
         finally:
             jax.config.update("jax_enable_x64", old)
+
+
+def xla_rounds_each_product(dtype) -> bool:
+    """Whether XLA's CPU code rounds a product to `dtype` before adding to it, as fnad does
+    in 16 bits. It does where it computes 16-bit floats in float32 (x86 CPUs without
+    AVX512-FP16). With native f16 arithmetic (AVX512-FP16, on Intel Sapphire Rapids) it
+    contracts t * a + b into one fused multiply-add: one rounding fewer."""
+    import jax
+    dtype, f32 = np.dtype(dtype), np.float32
+    t = np.linspace(-3, 3, 257, dtype=f32).astype(dtype)
+    a, b = dtype.type(1.37), dtype.type(0.11)
+    per_op = ((t.astype(f32) * f32(a)).astype(dtype).astype(f32) + f32(b)).astype(dtype)
+    return np.array_equal(np.asarray(jax.jit(lambda t: t * a + b)(t)), per_op)

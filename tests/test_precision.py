@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from checks import raises_with
+from checks import raises_with, xla_rounds_each_product
 
 import fnad
 import fnad.numpy as jnp
@@ -126,19 +126,6 @@ def test_mlp_loss_and_grad_under_policy(backend, low):
     assert float(loss) != float(ref_loss)
 
 
-def _xla_rounds_each_product(low):
-    """Whether XLA's CPU code rounds a 16-bit product to 16 bits before adding to it, as fnad
-    does. It does where it computes 16-bit floats in float32 (x86 CPUs without AVX512-FP16).
-    With native f16 arithmetic (AVX512-FP16 on Intel Sapphire Rapids) it contracts
-    t * a + b into one fused multiply-add: one rounding fewer."""
-    import jax
-    f32 = np.float32
-    t = np.linspace(-3, 3, 257, dtype=f32).astype(low)
-    a, b = low.type(1.37), low.type(0.11)
-    per_op = ((t.astype(f32) * f32(a)).astype(low).astype(f32) + f32(b)).astype(low)
-    return np.array_equal(np.asarray(jax.jit(lambda t: t * a + b)(t)), per_op)
-
-
 @pytest.mark.parametrize("low", [BF16, F16], ids=["bf16", "f16"])
 def test_backends_agree_on_16bit_semantics(low):
     """numpy and numba emulate 16-bit floats as xla does (each op computes in f32 and
@@ -164,7 +151,7 @@ def test_backends_agree_on_16bit_semantics(low):
                 for b in ["xla", "numpy", "numba"]]
     xla, numpy_, numba_ = run(lambda t: jnp.exp(t * 1.37 + 0.11) * t - jnp.sin(t) * 0.33)
     np.testing.assert_array_equal(numba_, numpy_)
-    if _xla_rounds_each_product(low):
+    if xla_rounds_each_product(low):
         np.testing.assert_array_equal(numpy_, xla)
     else:   # one rounding fewer in t * 1.37 + 0.11: within the MLP's tolerance above
         np.testing.assert_allclose(numpy_, xla, rtol=4 * ulp, atol=4 * ulp * np.abs(xla).max())
