@@ -182,6 +182,31 @@ def test_special_values(name, dtype, flags):
     assert not bad.any(), f"{name}: beyond {ULP_BOUND[(name, dtype)]} ulp at x={x[fin][bad]}"
 
 
+# Where exp, exp2 and logistic stop computing and select 0 (mathfns: an underflowing
+# product is slow on Intel CPUs): the result at and on both sides of each point, and on
+# through the subnormal results just above it, is the reference's.
+ZERO_FROM = {("exp", F32): -104.0, ("exp", F64): -746.0, ("exp2", F32): -151.0,
+             ("exp2", F64): -1076.0, ("logistic", F32): -104.0, ("logistic", F64): -746.0}
+
+
+@pytest.mark.parametrize("name,dtype", list(ZERO_FROM), ids=ids(ZERO_FROM))
+def test_underflow_edge(name, dtype):
+    edge = dtype(ZERO_FROM[(name, dtype)])
+    steps = [edge]
+    for _ in range(8):
+        steps = [np.nextafter(steps[0], dtype(-np.inf))] + steps + \
+                [np.nextafter(steps[-1], dtype(0))]
+    x = np.concatenate([np.array(steps, dtype), np.linspace(edge - 2, edge + 20, 4001,
+                                                             dtype=dtype)])
+    if name == "logistic":
+        x = np.concatenate([x, -x])
+    y, ref = apply(name, x), reference(name, x)
+    zero = ref.astype(dtype) == 0
+    assert np.all(y[zero] == 0) and not np.signbit(y[zero]).any(), x[zero & (y != 0)][:5]
+    err = ulp_error(y[~zero], ref[~zero], dtype)
+    assert err.max() <= ULP_BOUND[(name, dtype)], x[~zero][np.argmax(err)]
+
+
 @pytest.mark.parametrize("name,dtype", LIBM_CASES, ids=ids(LIBM_CASES))
 def test_libm_entries(name, dtype):
     """erf/erfc float64 are Python's math.erf/erfc (libm) inside the loop: bit-identical to

@@ -193,25 +193,33 @@ def _scale_f64(y, n):
 
 # ---- exp ---------------------------------------------------------------------------------------
 # exp(x) = 2^n * e^r with n = round(x / ln2), r = x - n ln2 (Cody-Waite, |r| <= ln2/2),
-# e^r = 1 + expm1_poly(r). x is clamped first to where the result is already inf / 0
-# (f32: [-104, 89], f64: [-746, 710]); 2^n is applied as two factors for subnormal results.
+# e^r = 1 + expm1_poly(r). x is clamped above to where the result is already inf (f32: 89,
+# f64: 710); 2^n is applied as two factors for subnormal results. At or below the point
+# where the result rounds to 0 (f32: -104, f64: -746) the result is selected as 0 and
+# computed from x = 0 meanwhile: computing it (through a product that underflows) costs a
+# microcode assist per vector on Intel CPUs (a causal-attention softmax, half its inputs
+# masked to -1e9: 2.3 ms against 0.7 ms for [8, 8, 128, 128] on Sapphire Rapids).
 @_njit
 def exp_f32(x):
+    zero = not x > f32(-104.0)                   # also NaN: returned as itself below
     xc = x if x < f32(89.0) else f32(89.0)
-    xc = xc if xc > f32(-104.0) else f32(-104.0)
+    xc = f32(0.0) if zero else xc
     n = np.floor(xc * _LOG2E32 + _HALF32)
     r = (xc - n * _LN2_HI32) - n * _LN2_LO32
     y = _scale_f32(_ONE32 + _expm1_poly_f32(r), n)
+    y = f32(0.0) if zero else y
     return x if x != x else y
 
 
 @_njit
 def exp_f64(x):
+    zero = not x > -746.0
     xc = x if x < 710.0 else 710.0
-    xc = xc if xc > -746.0 else -746.0
+    xc = 0.0 if zero else xc
     n = np.floor(xc * _LOG2E64 + _HALF64)
     r = (xc - n * _LN2_HI64) - n * _LN2_LO64
     y = _scale_f64(_ONE64 + _expm1_poly_f64(r), n)
+    y = 0.0 if zero else y
     return x if x != x else y
 
 
@@ -224,22 +232,27 @@ def _exp_core_f32(x):
 
 
 # ---- exp2 --------------------------------------------------------------------------------------
-# 2^x = 2^n * e^(f ln2), n = round(x), f = x - n exact, |f ln2| <= ln2/2.
+# 2^x = 2^n * e^(f ln2), n = round(x), f = x - n exact, |f ln2| <= ln2/2. Clamped above
+# and selected as 0 below (f32: -151, f64: -1076) as exp is.
 @_njit
 def exp2_f32(x):
+    zero = not x > f32(-151.0)
     xc = x if x < f32(129.0) else f32(129.0)
-    xc = xc if xc > f32(-151.0) else f32(-151.0)
+    xc = f32(0.0) if zero else xc
     n = np.floor(xc + _HALF32)
     y = _scale_f32(_ONE32 + _expm1_poly_f32((xc - n) * _LN2_32), n)
+    y = f32(0.0) if zero else y
     return x if x != x else y
 
 
 @_njit
 def exp2_f64(x):
+    zero = not x > -1076.0
     xc = x if x < 1025.0 else 1025.0
-    xc = xc if xc > -1076.0 else -1076.0
+    xc = 0.0 if zero else xc
     n = np.floor(xc + _HALF64)
     y = _scale_f64(_ONE64 + _expm1_poly_f64((xc - n) * _LN2_64), n)
+    y = 0.0 if zero else y
     return x if x != x else y
 
 
@@ -426,14 +439,17 @@ def tanh_f64(x):
 # sigma(x) = 1 / (1 + e^-x). With e = exp(-|x|) <= 1 (never overflows):
 #   x >= 0: 1 / (1 + e);   x < 0: e / (1 + e)   (no 1 - small cancellation for x << 0).
 # One division with the numerator selected; exp is inlined by hand for -|x| <= 0 (no upper
-# clamp, NaN handled once at the end: 20% faster than calling exp_f32).
+# clamp, NaN handled once at the end: 20% faster than calling exp_f32), e = 0 selected for
+# -|x| <= -104 (f64: -746) as in exp_f32 (no underflowing product: a saturated sigmoid).
 @_njit
 def logistic_f32(x):
     xc = -abs(x)
-    xc = xc if xc > f32(-104.0) else f32(-104.0)
+    zero = not xc > f32(-104.0)
+    xc = f32(0.0) if zero else xc
     n = np.floor(xc * _LOG2E32 + _HALF32)
     r = (xc - n * _LN2_HI32) - n * _LN2_LO32
     e = _scale_f32(_ONE32 + _expm1_poly_f32(r), n)
+    e = f32(0.0) if zero else e
     y = (_ONE32 if x >= f32(0.0) else e) / (_ONE32 + e)
     return x if x != x else y
 
@@ -441,10 +457,12 @@ def logistic_f32(x):
 @_njit
 def logistic_f64(x):
     xc = -abs(x)
-    xc = xc if xc > -746.0 else -746.0
+    zero = not xc > -746.0
+    xc = 0.0 if zero else xc
     n = np.floor(xc * _LOG2E64 + _HALF64)
     r = (xc - n * _LN2_HI64) - n * _LN2_LO64
     e = _scale_f64(_ONE64 + _expm1_poly_f64(r), n)
+    e = 0.0 if zero else e
     y = (_ONE64 if x >= 0.0 else e) / (_ONE64 + e)
     return x if x != x else y
 
