@@ -633,13 +633,35 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     index = list(tmp_path.rglob("*.nbi"))
     data = list(tmp_path.rglob("*.nbc"))
     assert index and data, "numba wrote no cache files"
-    mtimes = {p: p.stat().st_mtime_ns for p in data}
+    code = list(tmp_path.glob("*.code"))         # the compiled Python of both modules
+    assert len(code) == 2, code
+    mtimes = {p: p.stat().st_mtime_ns for p in data + code}
     subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, check=True,
                    capture_output=True, text=True, timeout=300)
-    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nbc")} == mtimes, \
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nbc")} == \
+        {p: t for p, t in mtimes.items() if p.suffix == ".nbc"}, \
         "the third run recompiled instead of loading the cached kernels"
+    assert {p: p.stat().st_mtime_ns for p in code} == {p: mtimes[p] for p in code}, \
+        "the third run compiled the generated Python again"
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 
+
+
+def test_compiled_python_is_cached_by_source(tmp_path):
+    """codegen._code keeps compile()'s result beside the source, keyed by a hash of it: the
+    same source loads it back; another source, or a damaged file, compiles again."""
+    from fnad.backends.numba_cpu import codegen
+    path = tmp_path / "m.py"
+    first = codegen._code("x = 1\n", path)
+    cached = list(tmp_path.glob("m.*.code"))
+    assert len(cached) == 1 and first.co_filename == str(path)
+    assert codegen._code("x = 1\n", path) == first            # loaded back
+    ns: dict = {}
+    exec(codegen._code("x = 2\n", path), ns)                   # stale entry: compiled
+    assert ns["x"] == 2
+    cached[0].write_bytes(cached[0].read_bytes()[:30] + b"garbage")
+    exec(codegen._code("x = 2\n", path), ns)
+    assert ns["x"] == 2
 
 _STARTUP_SCRIPT = textwrap.dedent("""
     import sys, numpy as np, numba
