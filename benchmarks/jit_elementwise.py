@@ -1,9 +1,10 @@
 """jit on the numba backend against jax.jit and PyTorch eager (where torch is installed):
-a fused elementwise chain and a row softmax.
+a fused elementwise chain, a row softmax and the exact GELU.
 
 Cases (float32, 1000x1000):
     chain    tanh(a*b + c)*0.5 + c/(1 + exp(-a))   (one fused kernel in fnad)
     softmax  softmax over the rows                 (max, exp+sum, divide: one kernel)
+    gelu     exact GELU, x/2 * erfc(-x/sqrt 2)     (nn.gelu(approximate=False); erfc)
 
 All run in this process on the same inputs, their calls interleaved (so that load from
 other processes hits them alike); the time per call is the median over the repeats,
@@ -19,6 +20,7 @@ fnad/torch. Run:
 """
 from __future__ import annotations
 
+import math
 import platform
 import sys
 import time
@@ -58,6 +60,7 @@ def main() -> None:
     fa, fb, fc = fnp.asarray(a), fnp.asarray(b), fnp.asarray(c)
     f_chain = fnad.jit(chain(fnp), backend="numba")
     f_soft = fnad.jit(lambda x: fnad.nn.softmax(x, axis=-1), backend="numba")
+    f_gelu = fnad.jit(lambda x: fnad.nn.gelu(x, approximate=False), backend="numba")
 
     def fnad_chain():
         return f_chain(fa, fb, fc)
@@ -65,15 +68,21 @@ def main() -> None:
     def fnad_soft():
         return f_soft(fa)
 
+    def fnad_gelu():
+        return f_gelu(fa)
+
     # the same numbers as NumPy (float tolerance), before timing anything
     ref_chain = np.tanh(a * b + c) * 0.5 + c / (1 + np.exp(-a))
     e = np.exp(a - a.max(-1, keepdims=True))
     np.testing.assert_allclose(np.asarray(fnad_chain()), ref_chain, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.asarray(fnad_soft()), e / e.sum(-1, keepdims=True),
                                rtol=1e-5, atol=1e-7)
+    ref_gelu = a * 0.5 * (1 + np.vectorize(math.erf)(a.astype(np.float64) / math.sqrt(2)))
+    np.testing.assert_allclose(np.asarray(fnad_gelu()), ref_gelu, rtol=1e-5, atol=1e-6)
     cases = {"chain": {"fnad jit (numba)": fnad_chain,
                        "numpy (eager)": lambda: chain(np)(a, b, c)},
-             "softmax": {"fnad jit (numba)": fnad_soft}}
+             "softmax": {"fnad jit (numba)": fnad_soft},
+             "gelu": {"fnad jit (numba)": fnad_gelu}}
     try:
         import jax
         import jax.numpy as jnp
@@ -82,9 +91,11 @@ def main() -> None:
     if jax is not None:
         j_chain = jax.jit(chain(jnp))
         j_soft = jax.jit(lambda x: jax.nn.softmax(x, axis=-1))
+        j_gelu = jax.jit(lambda x: jax.nn.gelu(x, approximate=False))
         ja, jb, jc = jnp.asarray(a), jnp.asarray(b), jnp.asarray(c)
         cases["chain"]["jax.jit"] = lambda: j_chain(ja, jb, jc).block_until_ready()
         cases["softmax"]["jax.jit"] = lambda: j_soft(ja).block_until_ready()
+        cases["gelu"]["jax.jit"] = lambda: j_gelu(ja).block_until_ready()
     rows = [(case, impl, us) for case, fns in cases.items()
             for impl, us in median_us(fns).items()]
     try:
@@ -100,7 +111,9 @@ def main() -> None:
         torch_cases = {"chain": {"fnad jit, 2nd pass": fnad_chain,
                                  "torch (eager)": lambda: t_chain(ta, tb, tc)},
                        "softmax": {"fnad jit, 2nd pass": fnad_soft,
-                                   "torch (eager)": lambda: torch.softmax(ta, dim=-1)}}
+                                   "torch (eager)": lambda: torch.softmax(ta, dim=-1)},
+                       "gelu": {"fnad jit, 2nd pass": fnad_gelu,
+                                "torch (eager)": lambda: torch.nn.functional.gelu(ta)}}
         rows += [(case, impl, us) for case, fns in torch_cases.items()
                  for impl, us in median_us(fns).items()]
 
@@ -116,10 +129,11 @@ def main() -> None:
     for mine, ref, name, target in (
             ("fnad jit (numba)", "jax.jit", "jax", "  (target <= 1.0)"),
             ("fnad jit, 2nd pass", "torch (eager)", "torch", "")):
-        for case in ("chain", "softmax"):
+        for case in ("chain", "softmax", "gelu"):
             if (case, ref) in t:
                 ratio = t[(case, mine)] / t[(case, ref)]
-                print(f"ratio fnad/{name}, {case:8s}: {ratio:5.2f}{target}")
+                print(f"ratio fnad/{name}, {case:8s}: {ratio:5.2f}"
+                      f"{target if case != 'gelu' else ''}")
 
 
 if __name__ == "__main__":
