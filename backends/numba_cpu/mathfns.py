@@ -487,11 +487,16 @@ _ERF_LQ32 = (f32(-1.5426175594329834), f32(-0.3572218716144562), f32(0.057430323
 
 
 @_njit
-def erf_f32(x):
+def _erf_small(x):
+    """erf(x) = x + x P(x^2) for |x| < 1, in x's precision (erfc_f32 calls it in f64)."""
     z = x * x
     c0, c1, c2, c3, c4, c5, c6 = _ERF_SMALL32
-    p = c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * (c5 + z * c6)))))
-    small = x + x * p
+    return x + x * (c0 + z * (c1 + z * (c2 + z * (c3 + z * (c4 + z * (c5 + z * c6))))))
+
+
+@_njit
+def erf_f32(x):
+    small = _erf_small(x)
     a = abs(x)
     a = a if a < f32(3.92) else f32(3.92)
     v = a - f32(2.46)
@@ -511,7 +516,7 @@ def erf_f64(x):
 # ---- erfc --------------------------------------------------------------------------------------
 # f32 computes in float64 (8 lanes a vector), where exp(-a^2) needs no split of a^2 and the
 # results below float32's normal range are ordinary numbers, then rounds once:
-#   |x| < 0.46875:  erfc(x) = 1 - erf(x), erf by _ERF_SMALL32's polynomial (1 - erf >= 0.5:
+#   |x| < 0.46875:  erfc(x) = 1 - erf(x), erf by erf_f32's polynomial (1 - erf >= 0.5:
 #                   no cancellation);
 #   a = |x| in [0.46875, 2):  erfc(a) = exp(-a^2) erfcx(a), erfcx(a) = e^(a^2) erfc(a)
 #                   fitted in a - 1.234375 (degree 11, fit error 1.7e-10 of 0.26-0.59);
@@ -533,11 +538,7 @@ _ERFC_FAR64 = (-0.9970407907691432, 0.8745120424017174, -0.19017876115144938,
 def erfc_f32(x):
     d = f64(x)
     a = abs(d)
-    z = d * d
-    c0, c1, c2, c3, c4, c5, c6 = _ERF_SMALL32
-    p = f64(c0) + z * (f64(c1) + z * (f64(c2) + z * (f64(c3) + z * (f64(c4) + z * (
-        f64(c5) + z * f64(c6))))))
-    small = _ONE64 - (d + d * p)
+    small = _ONE64 - _erf_small(d)
     ac = a if a < 10.13 else 10.13
     u = ac - 1.234375
     n0, n1, n2, n3, n4, n5, n6, n7, n8, n9, n10, n11 = _ERFCX_NEAR64
