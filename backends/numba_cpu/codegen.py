@@ -846,12 +846,18 @@ def cache_dir() -> pathlib.Path:
 
 
 def _write(path: pathlib.Path, src: str) -> None:
-    """Write `src` to `path` unless it is already there (atomically: a rename)."""
+    """Write `src` to `path` unless it is already there."""
     if path.exists() and path.read_text() == src:
         return
+    _replace(path, src.encode())
+
+
+def _replace(path: pathlib.Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (a rename: readers in other processes never see a
+    partial file)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(src)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
 
 
@@ -873,10 +879,7 @@ def _code(src: str, path: pathlib.Path):
         pass                                  # absent, or unreadable: compile again
     code = compile(src, str(path), "exec")
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(head + marshal.dumps(code))
-        os.replace(tmp, cached)
+        _replace(cached, head + marshal.dumps(code))
     except OSError:
         pass                                  # a read-only cache dir: compile every time
     return code
