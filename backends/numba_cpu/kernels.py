@@ -51,7 +51,6 @@ from fnad.backends.numba_cpu.scalar_ops import (combine, const, emit_rules, kind
 # to 5.4-6.8 s in one process (about 8%), the machine code of the kernels unchanged.
 NJIT_OPTIONS = "error_model='numpy', cache=True, no_cfunc_wrapper=True"
 THREADED_MIN = 1 << 18        # elements: below this (~0.2 ms of work) one thread is as fast
-WIDE_VECTORS = True           # runtime.wide_vectors: 512-bit vectors on Intel's AVX-512 CPUs
 
 
 # ---- the kernel ---------------------------------------------------------------------------------
@@ -371,10 +370,9 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
     total = math.prod(L.sizes)
     threaded = bool(L.outer) and total >= THREADED_MIN and L.sizes[L.outer[0]] >= 2
 
-    # -- prologue: 512-bit vectors, sizes, flat inputs, outputs --
-    if WIDE_VECTORS:
-        E.runtime.add("wide_vectors")
-        E.line("wide_vectors()")
+    # -- prologue: 512-bit vectors (runtime.wide_vectors), sizes, flat inputs, outputs --
+    E.runtime.add("wide_vectors")
+    E.line("wide_vectors()")
     args = ["sz"] if L.runs else []
     for m in range(len(L.runs)):                # unsigned: indices need no wraparound check
         E.line(f"n{m} = sz[{m}]")
