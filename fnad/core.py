@@ -192,6 +192,9 @@ class ShapedArray:
         self.weak_type = weak_type
         self._hash = None                  # computed on first use (jit cache keys)
 
+    def __reduce__(self):                  # pickled without _hash (str hashes vary by process)
+        return ShapedArray, (self.shape, self.dtype, self.weak_type)
+
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
@@ -398,6 +401,38 @@ class Primitive:
 
     def __repr__(self):
         return self.name
+
+    def __reduce__(self):
+        """fnad's primitives pickle by name (the same object comes back, its rules with it);
+        a user's primitive does not pickle: its rules live in this process only."""
+        if builtin_primitive(self.name) is not self:
+            import pickle
+            raise pickle.PicklingError(f"primitive '{self.name}' is not one of fnad's: it "
+                                       "cannot be pickled (its rules live in this process)")
+        return builtin_primitive, (self.name,)
+
+
+_builtins: dict[str, Primitive | None] = {}     # name -> fnad's primitive (None: two share it)
+_builtins_seen = [0]                             # len(sys.modules) at the last scan
+
+
+def builtin_primitive(name: str) -> Primitive | None:
+    """fnad's own primitive named `name` (a top-level object of a fnad module), or None: a
+    user's primitive, or a name two of fnad's share. A program stored on disk names its
+    primitives; another process finds fnad's by name, never a user's (whose rules and
+    impls are not stored with it)."""
+    if name not in _builtins and len(sys.modules) != _builtins_seen[0]:
+        _builtins_seen[0] = len(sys.modules)
+        found: dict[str, set] = {}
+        for modname, mod in list(sys.modules.items()):
+            if mod is not None and (modname == "fnad" or modname.startswith("fnad.")):
+                for v in list(vars(mod).values()):
+                    if type(v) is Primitive:
+                        found.setdefault(v.name, set()).add(v)
+        _builtins.clear()
+        _builtins.update({n: next(iter(ps)) if len(ps) == 1 else None
+                          for n, ps in found.items()})
+    return _builtins.get(name)
 
 
 def abstract_eval(prim: Primitive, avals, params) -> list[ShapedArray]:

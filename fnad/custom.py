@@ -45,9 +45,12 @@ SymbolicZero = Zero   # what a rule defined with symbolic_zeros=True sees for a 
 # ---- helpers ----------------------------------------------------------------------------
 class _Rule:
     """A rule callable as a jaxpr param: hashed by identity, printed by its name. `home`
-    is the trace current where the function was called (see _RuleBatchTrace)."""
+    is the trace current where the function was called (see _RuleBatchTrace). Evaluating
+    the jaxpr never calls it (only transformations do): `fingerprint_form` is its form in
+    ir.fingerprint, which digests what evaluating a program computes."""
 
     __slots__ = ("fn", "name", "home")
+    fingerprint_form = ("rule",)
 
     def __init__(self, fn: Callable, name: str, home: core.Trace | None = None):
         self.fn = fn

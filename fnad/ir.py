@@ -1,12 +1,16 @@
 """fnad.ir: the jaxpr IR: Var, Literal, JaxprEqn, Jaxpr, ClosedJaxpr.
 
 Owns the data structures every transformation and backend reads, their
-pretty-printer, the typechecker and `eval_jaxpr` (an interpreter that binds each
+pretty-printer, the typechecker, `eval_jaxpr` (an interpreter that binds each
 equation on the current trace, so evaluating a jaxpr inside grad or vmap
-transforms it). Imports only fnad.core and fnad.dtypes.
+transforms it) and `fingerprint` (a digest of a program that is the same in every
+process). Imports only fnad.core and fnad.dtypes.
 """
 from __future__ import annotations
 
+import enum
+import hashlib
+import marshal
 from collections.abc import Sequence
 from typing import Any
 
@@ -202,6 +206,127 @@ def _sub_jaxprs(param):
     elif isinstance(param, tuple):
         for p in param:
             yield from _sub_jaxprs(p)
+
+
+# ---- fingerprints ------------------------------------------------------------------
+class _Unstable(Exception):
+    """A value inside a jaxpr with no form that another process would read the same."""
+
+
+def fingerprint(closed: ClosedJaxpr) -> bytes | None:
+    """A digest of the program `closed` that every process computes the same for the same
+    program: its equations (fnad's primitives by name, their params), types, literals and
+    constants, variables numbered in order of appearance (source lines are left out). None
+    where the program holds something without such a form: a user's primitive (its rules
+    live in this process only, core.builtin_primitive), a callable, an object array or an
+    object of a type not listed in `_stable`. Two programs with one fingerprint compute
+    the same thing, so a compiled program stored on disk can be found by it. (Params that
+    only transformations read, such as a custom_jvp's rule, have a fixed form: the
+    fingerprint is of what evaluating the program computes.)"""
+    try:
+        form = _Fingerprint().closed(closed)
+    except _Unstable:
+        return None
+    return hashlib.sha256(marshal.dumps(form)).digest()
+
+
+class _Fingerprint:
+    """Turns a closed jaxpr into nested tuples of ints, floats, strs and bytes (marshal's
+    types): every tuple starts with a tag that says what it holds, so no two different
+    programs give the same form."""
+
+    def __init__(self):
+        self.vars: dict[Var, int] = {}
+        self.avals: dict[ShapedArray, tuple] = {}
+
+    def closed(self, c: ClosedJaxpr) -> tuple:
+        return ("closed", self.jaxpr(c.jaxpr), ("tuple", *map(_stable_const, c.consts)))
+
+    def jaxpr(self, j: Jaxpr) -> tuple:
+        binder, atom = self.binder, self.atom
+        form = ["jaxpr", ("tuple", *map(binder, j.constvars)),
+                ("tuple", *map(binder, j.invars))]
+        for e in j.eqns:
+            prim = e.primitive
+            if core.builtin_primitive(prim.name) is not prim:
+                raise _Unstable
+            params = e.params
+            form.append(("eqn", prim.name,
+                         ("tuple", *[(k, self.value(params[k])) for k in sorted(params)]),
+                         ("tuple", *map(atom, e.invars)), ("tuple", *map(binder, e.outvars))))
+        form.append(("tuple", *map(atom, j.outvars)))
+        return tuple(form)
+
+    def binder(self, v: Var) -> tuple:
+        n = self.vars[v] = len(self.vars)
+        return ("var", n, self.aval(v.aval))
+
+    def atom(self, a) -> tuple:
+        if type(a) is Literal:
+            return ("literal", _stable(a.val), self.aval(a.aval))
+        n = self.vars.get(a)
+        return self.binder(a) if n is None else ("var", n)
+
+    def aval(self, a: ShapedArray) -> tuple:
+        form = self.avals.get(a)
+        if form is None:
+            if type(a) is not ShapedArray:
+                raise _Unstable
+            form = self.avals[a] = ("aval", tuple(map(int, a.shape)), _stable_dtype(a.dtype),
+                                    bool(a.weak_type))
+        return form
+
+    def value(self, x):
+        if isinstance(x, ClosedJaxpr):
+            return self.closed(x)
+        if isinstance(x, Jaxpr):
+            return self.jaxpr(x)
+        if type(x) is tuple:
+            return ("tuple", *map(self.value, x))
+        if type(x) is ShapedArray:
+            return self.aval(x)
+        return _stable(x, self.value)
+
+
+def _stable_dtype(dt) -> tuple:
+    dt = np.dtype(dt)
+    if dt.hasobject or dt.fields is not None:
+        raise _Unstable
+    return ("dtype", dt.name, dt.str)
+
+
+def _stable_const(c) -> tuple:
+    return _stable(np.asarray(c))
+
+
+def _stable(x, inner=None):
+    """x as marshal's types, tagged by kind; `inner` turns the items of containers (it may
+    know about jaxprs); raises _Unstable for anything else."""
+    inner = inner or _stable
+    t = type(x)
+    if x is None or t in (bool, int, float, complex, str, bytes):
+        return x                               # marshal keeps these types apart
+    if t is tuple or t is list:
+        return (t.__name__, *map(inner, x))
+    if t is dict:
+        return ("dict", *sorted(((_stable(k), inner(v)) for k, v in x.items()), key=repr))
+    if t is slice:
+        return ("slice", inner(x.start), inner(x.stop), inner(x.step))
+    if isinstance(x, np.dtype) or (isinstance(x, type) and issubclass(x, np.generic)):
+        return _stable_dtype(x)
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        a = np.ascontiguousarray(x)
+        return ("array", _stable_dtype(a.dtype), tuple(a.shape), a.tobytes())
+    module = getattr(t, "__module__", "") or ""
+    if module == "fnad" or module.startswith("fnad."):         # fnad's own param types
+        form = getattr(t, "fingerprint_form", None)            # what evaluation never reads
+        if form is not None:
+            return form
+        if isinstance(x, enum.Enum):
+            return ("enum", module, t.__qualname__, x.name)
+        if isinstance(x, tuple) and hasattr(t, "_fields"):     # NamedTuple
+            return ("namedtuple", module, t.__qualname__, *map(inner, x))
+    raise _Unstable
 
 
 # ---- printing ----------------------------------------------------------------------
