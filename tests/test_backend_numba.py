@@ -436,7 +436,7 @@ def _kernel_outputs(f, *args, recompute=True) -> list[tuple[set, list]]:
             for kind, g in steps if kind == "group"]
 
 
-def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
+def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch, tmp_path):
     """SwiGLU's backward reads sigmoid(a), its derivative and silu(a): the backward kernels
     compute them again from a instead of the forward kernel writing them (bit for bit the
     same values); a softmax's probabilities, which take a reduction, stay written."""
@@ -455,6 +455,7 @@ def test_cheap_values_are_recomputed_by_the_kernels_that_read_them(monkeypatch):
     from fnad.backends.numba_cpu import plan
     with monkeypatch.context() as m:
         m.setattr(plan, "recompute", lambda *args: None)
+        m.setenv("FNAD_CACHE_DIR", str(tmp_path))  # generated again, not read back as saved
         want = numba_jit(lambda *args: f(*args))(a, b, w)         # values written, read back
     for x, y in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))    # bit for bit
@@ -629,9 +630,10 @@ def test_debug_callback_and_debug_nans_under_jit():
             numba_jit(f)(x)
 
 
-def test_a_kernel_numba_rejects_falls_back_with_a_warning(monkeypatch):
+def test_a_kernel_numba_rejects_falls_back_with_a_warning(monkeypatch, tmp_path):
     from fnad.backends.numba_cpu import codegen, scalar_ops
     from fnad.primitives import elementwise as ew
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))   # the broken programs stay there
     broken = scalar_ops.Rule("f", lambda E, xs, eqn: f"no_such_function({xs[0]})")
     monkeypatch.setitem(scalar_ops.emit_rules, ew.cosh_p, broken)
     monkeypatch.setattr(codegen, "STRICT", False)
@@ -649,11 +651,19 @@ def test_a_kernel_numba_rejects_falls_back_with_a_warning(monkeypatch):
 _CACHE_SCRIPT = textwrap.dedent("""
     import time, numpy as np
     import fnad, fnad.numpy as jnp
+    from fnad.backends.numba_cpu import codegen
+    generated = []                                 # programs generated (not read back)
+    function = codegen._ModuleBuilder.function
+    def counted(self, *args, **kwargs):
+        generated.append(1)
+        return function(self, *args, **kwargs)
+    codegen._ModuleBuilder.function = counted
     f = fnad.jit(lambda x: fnad.nn.softmax(jnp.tanh(x) * 2.0, axis=-1), backend="numba")
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
     t = time.perf_counter()
     y = f(x)
     print("first-call-seconds", time.perf_counter() - t)
+    print("generated", len(generated))
     print("sum", float(np.asarray(y).sum()))
 """)
 
@@ -669,6 +679,9 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
         print(out.strip(), files)                # the compile times, for the curious (-s)
     assert len(list(tmp_path.glob("fnad_k_*.py"))) == 1         # one fused kernel
     assert len(list(tmp_path.glob("fnad_driver_*.py"))) == 1
+    programs = list(tmp_path.glob("fnad_program_*.pkl"))         # the generated program
+    assert len(programs) == 1, programs
+    assert "generated 1" in runs[0] and "generated 0" in runs[1], runs
     index = list(tmp_path.rglob("*.nbi"))
     data = list(tmp_path.rglob("*.nbc"))
     assert index and data, "numba wrote no cache files"
@@ -676,13 +689,83 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     assert len(code) == 2, code
     mtimes = {p: p.stat().st_mtime_ns for p in data}
     code_mtimes = {p: p.stat().st_mtime_ns for p in code}
+    program_mtime = programs[0].stat().st_mtime_ns
     subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], env=env, check=True,
                    capture_output=True, text=True, timeout=300)
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nbc")} == mtimes, \
         "the third run recompiled instead of loading the cached kernels"
     assert {p: p.stat().st_mtime_ns for p in code} == code_mtimes, \
         "the third run compiled the generated Python again"
+    assert programs[0].stat().st_mtime_ns == program_mtime, "the third run saved it again"
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
+
+
+def test_a_saved_program_is_read_back_as_generated(tmp_path, monkeypatch):
+    """codegen._save/_saved: the driver, kernels and signatures come back as generated, and
+    K rebuilt entry by entry (arrays with their dtype, layout and writeable flag, which
+    numba's types see; impls with their params); a damaged file is generated again."""
+    import functools
+
+    from fnad.backends import numba_cpu as backend
+    from fnad.backends.numba_cpu import codegen
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+
+    def f(x):
+        y = jnp.cumsum(jnp.tanh(x @ w) * 2.0, axis=1)
+        return y, lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x), jnp.sort(x, axis=0)
+    x = np.linspace(-1, 2, 6, dtype=np.float32).reshape(2, 3)
+    closed = fnad.jit(f).lower(x).jaxpr
+    key = codegen._program_key(closed, backend, True)
+    assert key is not None
+    m = codegen._ModuleBuilder(backend, True)
+    m.function(closed.jaxpr, closed.consts, "run")
+    run = codegen._build(closed, backend, True)[0]          # generates and saves
+    driver, kernels, K, signatures = codegen._saved(key, backend)
+    assert (driver, kernels, signatures) == (m.driver_source(), m.kernels, m.signatures)
+    assert len(K) == len(m.K) and any(type(k) is np.ndarray for k in K)
+    for got, want in zip(K, m.K):
+        if type(want) is np.ndarray:
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+            assert got.flags.writeable == want.flags.writeable
+            assert got.flags.c_contiguous == want.flags.c_contiguous
+        elif type(want) is functools.partial:
+            assert got.func is want.func and repr(got.keywords) == repr(want.keywords)
+        else:
+            assert got is want
+    again = codegen._build(closed, backend, True)[0]         # read back
+    args = [w, x]                                  # (jit passes the constant w as an argument)
+    assert len(closed.jaxpr.invars) == len(args)
+    for a, b in zip(run(*args), again(*args)):
+        np.testing.assert_array_equal(a, b)
+    path = tmp_path / f"fnad_program_{key}.pkl"
+    path.write_bytes(path.read_bytes()[:40])
+    assert codegen._saved(key, backend) is None
+    codegen._build(closed, backend, True)
+    assert codegen._saved(key, backend) is not None                # generated and saved again
+
+
+def test_programs_with_a_user_primitive_or_a_callback_are_not_saved(tmp_path, monkeypatch,
+                                                                    scratch_primitives):
+    """Their impls and callbacks live in this process only: generated in every process."""
+    from fnad.primitives import Primitive, ShapedArray
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    p = Primitive("plus_one")
+    p.def_abstract_eval(lambda x: ShapedArray(x.shape, x.dtype, x.weak_type))
+    p.def_impl(lambda x: x + 1, backend="numba")
+    seen = []
+
+    def g(x):
+        fnad.debug.callback(seen.append, x)
+        return jnp.tanh(x) * 3.0
+    x = np.ones(4, np.float32)
+    np.testing.assert_allclose(fnad.jit(lambda x: p.bind(jnp.tanh(x) * 2.0))(x),
+                               np.tanh(1.0) * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(fnad.jit(g)(x), np.tanh(1.0) * 3, rtol=1e-6)
+    assert len(seen) == 1
+    assert not list(tmp_path.glob("fnad_program_*.pkl"))
+    fnad.jit(lambda x: jnp.tanh(x) * 4.0)(x)                       # the control: saved
+    assert len(list(tmp_path.glob("fnad_program_*.pkl"))) == 1
 
 
 def test_compiled_python_is_cached_by_source(tmp_path):

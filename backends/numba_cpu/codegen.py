@@ -23,6 +23,12 @@
               arrays): never globals, so the text depends only on the program's structure.
               Kept in memory by hash (and written to `<cache>/fnad_driver_<sha>.py` so
               that tracebacks show its lines).
+    saved     the driver, the kernel sources and how to rebuild K, pickled as
+              `<cache>/fnad_program_<key>.pkl`, the key being the jaxpr's fingerprint
+              (ir.fingerprint) with fnad's source files and the versions: a new process
+              running the same program reads it back instead of generating it again.
+              Programs without a fingerprint (a user's primitive, a callback) and those
+              whose K holds something no other process can rebuild are not saved.
 
 The cache dir is `$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba. The callable returned has
 `.source`: the driver followed by its kernels (`fnad.jit(f).lower(x).source`).
@@ -51,6 +57,7 @@ import marshal
 import math
 import os
 import pathlib
+import pickle
 import sys
 import tempfile
 import types
@@ -62,7 +69,7 @@ import numpy as np
 from fnad import core
 from fnad.config import config
 from fnad.core import Array
-from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
+from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, fingerprint
 from fnad.passes.dce import live_eqns
 from fnad.primitives import shape_ops as so
 
@@ -86,14 +93,25 @@ def compile_jaxpr(closed: ClosedJaxpr):
 
 def _build(closed: ClosedJaxpr, backend, fuse: bool):
     """(run, source, kernels, signatures): the generated program, its kernels imported
-    (numba dispatchers, compiled lazily) and the argument types they are called with."""
-    m = _ModuleBuilder(backend, fuse)
-    m.function(closed.jaxpr, closed.consts, "run")
-    driver = m.driver_source()
-    namespace = {name: getattr(load_module(src, name), name) for name, src in m.kernels.items()}
-    run = load_driver(driver, namespace)(m.K)
-    return (run, "\n\n".join([driver] + list(m.kernels.values())), list(namespace.values()),
-            m.signatures)
+    (numba dispatchers, compiled lazily) and the argument types they are called with.
+
+    A program generated before, in this process or another, is read back from the cache
+    dir (`_saved`) instead: generating the GPT step's took about 60-100 ms of a warm-cache
+    first call."""
+    key = _program_key(closed, backend, fuse)
+    saved = _saved(key, backend) if key is not None else None
+    if saved is not None:
+        driver, kernels, K, signatures = saved
+    else:
+        m = _ModuleBuilder(backend, fuse)
+        m.function(closed.jaxpr, closed.consts, "run")
+        driver, kernels, K, signatures = m.driver_source(), m.kernels, m.K, m.signatures
+        if key is not None and m.recipes is not None:
+            _save(key, (driver, kernels, m.recipes, signatures))
+    namespace = {name: getattr(load_module(src, name), name) for name, src in kernels.items()}
+    run = load_driver(driver, namespace)(K)
+    return (run, "\n\n".join([driver] + list(kernels.values())), list(namespace.values()),
+            signatures)
 
 
 class Compiled:
@@ -298,13 +316,24 @@ class _ModuleBuilder:
         self.kernels: dict[str, str] = {}          # name -> kernel module source
         self.signatures: dict[str, set] = {}       # name -> argument type specs it is called with
         self.K: list = []
+        self.recipes: list | None = []     # how another process rebuilds each K (_rebuilt)
         self.functions: list[str] = []
         self.n_fn = 0
         self._kernel_names: dict[str, str] = {}    # kernel text -> its name (sha of the text)
         self._kernel_of: dict = {}                 # kernels.kernel_key -> (name, sizes, threaded)
 
-    def const(self, obj) -> str:
+    def const(self, obj, recipe=None) -> str:
+        """Name obj in K. `recipe` says how another process rebuilds it (`_rebuilt`): by
+        default obj pickles as itself (an array keeps its writeable flag, which numba's
+        types see); UNSAVED where it cannot be rebuilt (the program is not saved)."""
         self.K.append(obj)
+        if recipe is UNSAVED:
+            self.recipes = None
+        elif self.recipes is not None:
+            if recipe is None:
+                recipe = (("array", obj, obj.flags.writeable) if type(obj) is np.ndarray
+                          else ("value", obj))
+            self.recipes.append(recipe)
         return f"K{len(self.K) - 1}"
 
     def kernel(self, group, eqns, views=frozenset()) -> tuple[str, tuple, bool, frozenset]:
@@ -709,7 +738,8 @@ class _Driver:
             self.call(self.m.const(dynamic_update_slice_into), ins, eqn)
             self.lines[-1] += "  # dynamic_update_slice in place"
         elif impl is not None:
-            fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl)
+            fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
+                              ("impl", prim, eqn.params))
             self.call(fn, ins, eqn)
             if prim in _VIEW_PRIMITIVES:
                 self.views.update(eqn.outvars)
@@ -720,7 +750,8 @@ class _Driver:
         elif prim is while_p:
             self.while_(eqn, ins)
         elif prim in core.eager_rules:
-            self.call(self.m.const(eager_call(eqn, self.m.backend)), ins, eqn, multi=True)
+            self.call(self.m.const(eager_call(eqn, self.m.backend), UNSAVED), ins, eqn,
+                      multi=True)
         else:
             raise core.no_impl_error(prim, self.m.backend.name)
 
@@ -843,6 +874,89 @@ def cache_dir() -> pathlib.Path:
     path = pathlib.Path(tempfile.gettempdir()) / "fnad-numba-cache"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+# ---- generated programs kept on disk ---------------------------------------------------------
+UNSAVED = object()                          # a K entry no other process can rebuild
+SAVED_CONSTS_MAX = 1 << 24                  # bytes of jaxpr constants a saved program may hold
+
+
+def _program_key(closed: ClosedJaxpr, backend, fuse: bool) -> str | None:
+    """The name a generated program is saved under: the jaxpr's fingerprint with everything
+    else the generated code depends on (fnad's source files, numba's and NumPy's versions,
+    the thread count). None where the jaxpr has no fingerprint (ir.fingerprint: a user's
+    primitive, a callable param)."""
+    from fnad.backends.numba_cpu.runtime import NUM_THREADS
+    if sum(np.asarray(c).nbytes for c in closed.consts) > SAVED_CONSTS_MAX:
+        return None                  # large constants (weights closed over): not copied
+    fp = fingerprint(closed)
+    if fp is None:
+        return None
+    context = (_stamp("driver"), _source_stamp(), backend.__name__, fuse, NUM_THREADS,
+               TOGETHER_MIN, np.__version__, sys.version)
+    return hashlib.sha256(fp + repr(context).encode()).hexdigest()[:32]
+
+
+@functools.cache                        # once per process: a stat of fnad's source files
+def _source_stamp() -> str:
+    """Names, sizes and modification times of fnad's Python files (fnad, fnad.backends,
+    fnad.primitives): any edit to fnad changes it, so no program generated by other code is
+    read back."""
+    import fnad
+    import fnad.backends
+    import fnad.primitives
+    h = hashlib.sha256()
+    for pkg in (fnad, fnad.backends, fnad.primitives):
+        for root in pkg.__path__:
+            for path in sorted(pathlib.Path(root).rglob("*.py")):
+                st = path.stat()
+                h.update(f"{path}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()[:16]
+
+
+def _save(key: str, program: tuple) -> None:
+    """Keep (driver, kernels, recipes, signatures) as `<cache>/fnad_program_<key>.pkl`,
+    unless something in it does not pickle (a user's primitive, a closure among the params):
+    then it is generated again in each process."""
+    try:
+        data = pickle.dumps((key, program), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return
+    try:
+        _replace(cache_dir() / f"fnad_program_{key}.pkl", data)
+    except OSError:
+        pass                                    # a read-only cache dir: generate every time
+
+
+def _saved(key: str, backend) -> tuple | None:
+    """(driver, kernels, K, signatures) of the program saved under `key`, K rebuilt; None
+    where there is none (or it cannot be read: it is generated and saved again)."""
+    try:
+        data = (cache_dir() / f"fnad_program_{key}.pkl").read_bytes()
+    except OSError:
+        return None
+    try:
+        saved_key, (driver, kernels, recipes, signatures) = pickle.loads(data)
+        if saved_key != key:
+            return None
+        K = [_rebuilt(r, backend) for r in recipes]
+    except Exception:                 # a truncated or foreign file: generate it again
+        return None
+    return driver, kernels, K, signatures
+
+
+def _rebuilt(recipe: tuple, backend):
+    """The K entry `recipe` describes (_ModuleBuilder.const)."""
+    kind = recipe[0]
+    if kind == "impl":                         # a primitive's impl, its params bound
+        _, prim, params = recipe
+        impl = backend.impl_rules[prim]
+        return functools.partial(impl, **params) if params else impl
+    if kind == "array":
+        _, value, writeable = recipe
+        value.flags.writeable = writeable
+        return value
+    return recipe[1]
 
 
 def _write(path: pathlib.Path, src: str) -> None:
