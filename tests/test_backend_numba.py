@@ -743,6 +743,10 @@ def test_a_saved_program_is_read_back_as_generated(tmp_path, monkeypatch):
     assert codegen._saved(key, backend) is None
     codegen._build(closed, backend, True)
     assert codegen._saved(key, backend) is not None                # generated and saved again
+    assert codegen._program_key(closed, backend, False) != key       # unfused: another
+    from fnad.backends.numba_cpu import kernels as kernels_module
+    monkeypatch.setattr(kernels_module, "THREADED_MIN", 1)      # a generator's threshold:
+    assert codegen._program_key(closed, backend, True) != key   # another program too
 
 
 def test_programs_with_a_user_primitive_or_a_callback_are_not_saved(tmp_path, monkeypatch,

@@ -884,16 +884,18 @@ SAVED_CONSTS_MAX = 1 << 24                  # bytes of jaxpr constants a saved p
 def _program_key(closed: ClosedJaxpr, backend, fuse: bool) -> str | None:
     """The name a generated program is saved under: the jaxpr's fingerprint with everything
     else the generated code depends on (fnad's source files, numba's and NumPy's versions,
-    the thread count). None where the jaxpr has no fingerprint (ir.fingerprint: a user's
-    primitive, a callable param)."""
+    the thread count, the code generator's size thresholds). None where the jaxpr has no
+    fingerprint (ir.fingerprint: a user's primitive, a callable param)."""
+    from fnad.backends.numba_cpu import kernels, plan
     from fnad.backends.numba_cpu.runtime import NUM_THREADS
     if sum(np.asarray(c).nbytes for c in closed.consts) > SAVED_CONSTS_MAX:
         return None                  # large constants (weights closed over): not copied
     fp = fingerprint(closed)
     if fp is None:
         return None
-    context = (_stamp("driver"), _source_stamp(), backend.__name__, fuse, NUM_THREADS,
-               TOGETHER_MIN, np.__version__, sys.version)
+    context = (_stamp("driver"), _source_stamp(), backend.__name__, fuse, np.__version__,
+               sys.version, NUM_THREADS, TOGETHER_MIN, kernels.THREADED_MIN,
+               plan.MAX_GROUP_EQNS, plan.MAX_RECOMPUTED)   # (tunables an A/B script may set)
     return hashlib.sha256(fp + repr(context).encode()).hexdigest()[:32]
 
 
