@@ -8,7 +8,8 @@ NaN check does not: 1000x1000 f32 row max 59 us against 520 us), the reductions'
 accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kernel with
 fast-math flags), `flat` (an array's flat view, cheap to compile: a kernel's rank-0
 output), the threaded execution of large kernels (`fetch_add`, `run_threaded`, below) and
-of independent small ones (`run_together`), the kernels' arguments (`writable`), the CPUs
+of independent small ones (`run_together`) on worker threads that look for the next task
+without the GIL before they sleep (`_Workers`, `FNAD_SPIN_US`), the kernels' arguments (`writable`), the CPUs
 this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of this file that the
 code generator writes into every generated module (numba's on-disk cache does not see
 changes in helper modules, so a change here must change the generated source). Imports only
@@ -22,8 +23,10 @@ import importlib.util
 import itertools
 import os
 import pathlib
+import platform
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
 
 import numba
 import numpy as np
@@ -195,7 +198,8 @@ def flat(typingctx, a):
 # on, numba's `prange` (OpenMP / workqueue) halves a 1M-element kernel when the machine is
 # idle but takes 10-15 ms instead of 0.8 ms when other processes keep the cores busy: its
 # fork-join waits for a descheduled thread's fixed share. Here the caller simply does the
-# chunks a late worker did not claim, and a task that never started is cancelled.
+# chunks a late worker did not claim, and a worker that comes after the caller is done
+# skips the task (`_Workers`).
 @intrinsic
 def fetch_add(typingctx, counter):
     """counter[0] += 1 atomically (an int64 array); returns the old value, as a uint64 (a
@@ -223,30 +227,176 @@ def _threads() -> int:
 
 
 NUM_THREADS = _threads()
-_pool: ThreadPoolExecutor | None = None
+# How long a worker looks for the next task before it sleeps, in microseconds
+# (FNAD_SPIN_US; 0: it sleeps at once). Waking a sleeping thread took 50-270 us on the
+# 2-core VM this was measured on (a futex wake of an idle vCPU), against 1-2 ms for a
+# chunk of the GPT step's products: the worker often started late or not at all. Looking
+# without the GIL for 1 ms after each task, the GPT step took 0.92-0.94 of its time per
+# round (three A/B runs of 30-40 rounds in one process), the MLP step 0.96; 0.2 ms: 0.96.
+SPIN_US = float(os.environ.get("FNAD_SPIN_US", 1000))
 
 
-def thread_pool() -> ThreadPoolExecutor:
+@intrinsic
+def _look(typingctx, flag):
+    """flag[0] (an int64 array) read afresh on every call (an atomic load: LLVM may not keep
+    it in a register across a loop), after a `pause` on x86 (the spin-wait hint)."""
+    if not (isinstance(flag, types.Array) and flag.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            pause = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.pause")
+            builder.call(pause, [])
+        return builder.load_atomic(arr.data, "acquire", 8)
+    return types.int64(flag), codegen
+
+
+@numba.njit(nogil=True, cache=True, no_cfunc_wrapper=True)
+def _spin(flag, value, rounds):
+    """Whether flag[0] became other than `value` within `rounds` looks (no GIL held)."""
+    for _ in range(rounds):
+        if _look(flag) != value:
+            return True
+    return False
+
+
+class _Task:
+    __slots__ = ("work", "args", "closed", "error")
+
+    def __init__(self, work, args):
+        self.work, self.args, self.closed, self.error = work, args, False, None
+
+
+class _Workers:
+    """NUM_THREADS - 1 daemon threads that run each task `run` posts beside the caller.
+    After a task a worker spins (without the GIL, `_spin`) for SPIN_US on the task counter
+    `posted`, then sleeps on a condition; the caller, done with its share, spins likewise on
+    `busy` (the workers inside the task) before it sleeps. A worker that comes late to a
+    closed task skips it. One caller at a time has the workers: another thread's call (or a
+    call from inside a task) runs its work alone."""
+
+    def __init__(self, n: int):
+        self.posted = np.zeros(1, np.int64)      # tasks posted so far
+        self.busy = np.zeros(1, np.int64)        # workers inside the current task
+        self.task: _Task | None = None
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.owner = threading.Lock()            # held by the caller whose task runs
+        self.sleeping = 0                        # threads waiting on cond
+        self.rounds = 0                          # looks in SPIN_US: 0 until _spin is loaded
+        self.threads = [threading.Thread(target=self._serve, name=f"fnad-numba-{i}",
+                                         daemon=True) for i in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def _calibrate(self) -> None:
+        """Load (or compile) _spin in this worker, not in the caller, and count its looks in
+        SPIN_US."""
+        if SPIN_US <= 0:
+            return
+        probe, looks = np.zeros(1, np.int64), 20_000
+        _spin(probe, 0, 1)
+        t = time.perf_counter()
+        _spin(probe, 0, looks)
+        per_us = looks / max((time.perf_counter() - t) * 1e6, 1.0)
+        self.rounds = max(1, int(per_us * SPIN_US))
+
+    def _serve(self) -> None:
+        try:
+            self._calibrate()
+        except Exception:  # noqa: BLE001 - no spinning: workers and callers sleep at once
+            self.rounds = 0
+        seen = 0
+        while True:
+            if not (self.rounds and _spin(self.posted, seen, self.rounds)):
+                with self.cond:
+                    self.sleeping += 1
+                    while self.posted[0] == seen:
+                        self.cond.wait()
+                    self.sleeping -= 1
+            with self.lock:
+                seen = int(self.posted[0])
+                task = self.task
+                if task is None or task.closed:
+                    continue
+                self.busy[0] += 1
+            try:
+                task.work(*task.args)
+            except BaseException as e:  # noqa: BLE001 - raised in the caller
+                task.error = task.error or e
+            finally:
+                with self.lock:
+                    self.busy[0] -= 1
+                    if self.sleeping:
+                        self.cond.notify_all()
+
+    def run(self, work, args: tuple) -> None:
+        if not self.owner.acquire(blocking=False):
+            work(*args)
+            return
+        try:
+            with self.lock:
+                task = self.task = _Task(work, args)
+                self.posted[0] += 1
+                if self.sleeping:
+                    self.cond.notify_all()
+            try:
+                work(*args)
+            finally:
+                with self.lock:
+                    task.closed = True
+                self._wait_for_workers()
+            if task.error is not None:
+                raise task.error
+        finally:
+            self.owner.release()
+
+    def _wait_for_workers(self) -> None:
+        busy = self.busy
+        while busy[0] > 0:
+            if self.rounds and _spin(busy, int(busy[0]), self.rounds):
+                continue
+            with self.cond:
+                self.sleeping += 1
+                while busy[0] > 0:
+                    self.cond.wait()
+                self.sleeping -= 1
+
+
+_workers: _Workers | None = None
+_workers_lock = threading.Lock()
+
+
+def _forget_workers() -> None:                   # a forked child has none of the threads
+    global _workers, _workers_lock
+    _workers, _workers_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
+def workers() -> _Workers:
     """The NUM_THREADS - 1 workers that help the calling thread (kernels, gemm.py)."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(NUM_THREADS - 1, thread_name_prefix="fnad-numba")
-    return _pool
+    global _workers
+    if _workers is None:
+        with _workers_lock:
+            if _workers is None:
+                _workers = _Workers(NUM_THREADS - 1)
+    return _workers
 
 
 def on_all_threads(work, *args) -> None:
     """work(*args) on this thread and on the NUM_THREADS - 1 workers, returning when all are
-    done; `work` shares its work out itself (a counter that each thread claims from), so a
-    worker's task that has not started when the caller is done is cancelled."""
+    done (an exception in any is raised here); `work` shares its work out itself (a counter
+    that each thread claims from), so a worker that has not started when the caller is done
+    skips it."""
     if NUM_THREADS == 1:
         work(*args)
         return
-    pool = thread_pool()
-    futures = [pool.submit(work, *args) for _ in range(NUM_THREADS - 1)]
-    work(*args)
-    for f in futures:
-        if not f.cancel():
-            f.result()
+    workers().run(work, args)
 
 
 def run_threaded(kernel, args: tuple, chunks: int) -> None:
