@@ -9,11 +9,11 @@ accumulation steps `radd`/`rmaximum`/`rminimum` (the only instructions of a kern
 fast-math flags), `flat` (an array's flat view, cheap to compile: a kernel's rank-0
 output), the threaded execution of large kernels (`fetch_add`, `run_threaded`, below) and
 of independent small ones (`run_together`) on worker threads that look for the next task
-without the GIL before they sleep (`_Workers`, `FNAD_SPIN_US`), the kernels' arguments (`writable`), the CPUs
-this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of this file that the
-code generator writes into every generated module (numba's on-disk cache does not see
-changes in helper modules, so a change here must change the generated source). Imports only
-numpy, numba and llvmlite (numba's arraymath without scipy.linalg: see below).
+without the GIL before they sleep (`_Workers`, `FNAD_SPIN_US`), the kernels' arguments
+(`writable`), the CPUs this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of
+this file that the code generator writes into every generated module (numba's on-disk cache
+does not see changes in helper modules, so a change here must change the generated source).
+Imports only numpy, numba and llvmlite (numba's arraymath without scipy.linalg: see below).
 """
 from __future__ import annotations
 
