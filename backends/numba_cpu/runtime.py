@@ -231,8 +231,9 @@ NUM_THREADS = _threads()
 # (FNAD_SPIN_US; 0: it sleeps at once). Waking a sleeping thread took 50-270 us on the
 # 2-core VM this was measured on (a futex wake of an idle vCPU), against 1-2 ms for a
 # chunk of the GPT step's products: the worker often started late or not at all. Looking
-# without the GIL for 1 ms after each task, the GPT step took 0.92-0.94 of its time per
-# round (three A/B runs of 30-40 rounds in one process), the MLP step 0.96; 0.2 ms: 0.96.
+# without the GIL for 1 ms after each task, the GPT step took 0.84-0.86 of its time per
+# round against a ThreadPoolExecutor's workers (three A/B runs of 30-40 rounds in one
+# process), the MLP step 0.95-0.97; budgets of 0.3, 3 and 10 ms were within 1% of 1 ms.
 SPIN_US = float(os.environ.get("FNAD_SPIN_US", 1000))
 
 
