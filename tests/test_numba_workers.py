@@ -45,11 +45,7 @@ def test_spin_sees_a_change_and_gives_up_without_one():
 
 @needs_two
 def test_every_item_once_and_the_workers_take_part():
-    runtime.workers()
-    for _ in range(50):
-        if runtime.workers().rounds or runtime.SPIN_US <= 0:
-            break
-        time.sleep(0.1)                        # the worker loads _spin first
+    runtime.start_spinning()
     names = set()
     for _ in range(20):
         work, took = _shared(16)
@@ -118,29 +114,63 @@ def test_callers_on_several_threads_and_nested_calls():
     assert len(results) == 300 and all(results)
 
 
-_NO_SPIN = textwrap.dedent("""
+_PHASES = textwrap.dedent("""
     import itertools, threading, time
     from fnad.backends.numba_cpu import runtime
-    assert runtime.SPIN_US == 0
-    names = set()
-    for _ in range(30):
-        claim = itertools.count().__next__
-        took = []
-        def work():
-            while (c := claim()) < 6:
-                took.append(c)
-                names.add(threading.current_thread().name)
-                time.sleep(0.001)
-        runtime.on_all_threads(work)
-        assert sorted(took) == list(range(6))
-    print("rounds", runtime.workers().rounds, "workers took part", len(names) > 1)
+
+    def calls(n):
+        names = set()
+        for _ in range(n):
+            claim = itertools.count().__next__
+            took = []
+            def work():
+                while (c := claim()) < 6:
+                    time.sleep(0.001)
+                    took.append(c)
+                    names.add(threading.current_thread().name)
+            runtime.on_all_threads(work)
+            assert sorted(took) == list(range(6))
+        return len(names) > 1
+    print("before: workers took part", calls(30), "rounds", runtime.workers().rounds,
+          "_spin loaded", bool(runtime._spin.signatures))
+    runtime.start_spinning()
+    took_part = calls(30)
+    for _ in range(100):                  # the worker loads _spin after its next task
+        if runtime.workers().rounds or runtime.SPIN_US <= 0:
+            break
+        calls(1)
+        time.sleep(0.05)
+    print("after: workers took part", took_part and calls(30),
+          "spinning", runtime.workers().rounds > 0)
 """)
 
 
 @needs_two
-def test_spinning_off():
-    """FNAD_SPIN_US=0: workers sleep as soon as a task is done, and still take part."""
-    env = dict(os.environ, FNAD_SPIN_US="0")
-    out = subprocess.run([sys.executable, "-c", _NO_SPIN], env=env, check=True,
+@pytest.mark.parametrize("spin_us", ["1000", "0"])
+def test_workers_spin_once_compiled_code_ran_unless_turned_off(spin_us):
+    """In a fresh process the workers sleep between tasks (no numba start-up beside the
+    NumPy interpreter) until `start_spinning` (called after a program's first compiled
+    call); with FNAD_SPIN_US=0 they never spin. They take part throughout."""
+    env = dict(os.environ, FNAD_SPIN_US=spin_us)
+    out = subprocess.run([sys.executable, "-c", _PHASES], env=env, check=True,
                          capture_output=True, text=True, timeout=300).stdout
-    assert "rounds 0 workers took part True" in out
+    assert "before: workers took part True rounds 0 _spin loaded False" in out, out
+    assert f"after: workers took part True spinning {spin_us != '0'}" in out, out
+
+
+_FIRST_COMPILED_CALL = textwrap.dedent("""
+    import numpy as np
+    import fnad, fnad.numpy as jnp
+    from fnad.backends.numba_cpu import runtime
+    f = fnad.jit(lambda x: jnp.tanh(x) * 2.0, backend="numba")
+    print("before", runtime._spinning)
+    f(np.ones(4, np.float32))
+    print("after", runtime._spinning)
+""")
+
+
+def test_the_first_compiled_call_starts_the_spinning(tmp_path):
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0")
+    out = subprocess.run([sys.executable, "-c", _FIRST_COMPILED_CALL], env=env, check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    assert "before False" in out and "after True" in out, out

@@ -213,8 +213,9 @@ class Compiled:
             self.run, self.source = _build(self._closed, backend, fuse=False)[:2]
             out = self.run(*bufs)
         else:
-            from fnad.backends.numba_cpu import precompile
+            from fnad.backends.numba_cpu import precompile, runtime
             precompile.write_markers(cache_dir(), self._signatures)
+            runtime.start_spinning()
         self._checked, self._interp = True, None          # the interpreted tier is done
         return out
 

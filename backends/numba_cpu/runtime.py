@@ -272,11 +272,12 @@ class _Task:
 
 class _Workers:
     """NUM_THREADS - 1 daemon threads that run each task `run` posts beside the caller.
-    After a task a worker spins (without the GIL, `_spin`) for SPIN_US on the task counter
-    `posted`, then sleeps on a condition; the caller, done with its share, spins likewise on
-    `busy` (the workers inside the task) before it sleeps. A worker that comes late to a
-    closed task skips it. One caller at a time has the workers: another thread's call (or a
-    call from inside a task) runs its work alone."""
+    After a task a worker spins (without the GIL, `_spin`; once `start_spinning` was called)
+    for SPIN_US on the task counter `posted`, then sleeps on a condition; the caller, done
+    with its share, spins likewise on `busy` (the workers inside the task) before it
+    sleeps. A worker that comes late to a closed task skips it. One caller at a time has
+    the workers: another thread's call (or a call from inside a task) runs its work
+    alone."""
 
     def __init__(self, n: int):
         self.posted = np.zeros(1, np.int64)      # tasks posted so far
@@ -305,12 +306,14 @@ class _Workers:
         self.rounds = max(1, int(per_us * SPIN_US))
 
     def _serve(self) -> None:
-        try:
-            self._calibrate()
-        except Exception:  # noqa: BLE001 - no spinning: workers and callers sleep at once
-            self.rounds = 0
-        seen = 0
+        seen, calibrated = 0, False
         while True:
+            if _spinning and not calibrated:
+                calibrated = True
+                try:
+                    self._calibrate()
+                except Exception:  # noqa: BLE001 - no spinning: threads sleep at once
+                    self.rounds = 0
             if not (self.rounds and _spin(self.posted, seen, self.rounds)):
                 with self.cond:
                     self.sleeping += 1
@@ -368,6 +371,17 @@ class _Workers:
 
 _workers: _Workers | None = None
 _workers_lock = threading.Lock()
+_spinning = False          # set by start_spinning
+
+
+def start_spinning() -> None:
+    """Let the workers spin from their next task on. The code generator calls it after a
+    program's first compiled call: numba's target is then up and `_spin` loads in a few ms.
+    Before (the NumPy interpreter of a background compile), loading it would start numba in
+    this process, 0.1-0.3 s of GIL-bound work beside the interpreter, and compile `_spin`
+    the first time."""
+    global _spinning
+    _spinning = True
 
 
 def _forget_workers() -> None:                   # a forked child has none of the threads
