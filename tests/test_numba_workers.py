@@ -174,3 +174,12 @@ def test_the_first_compiled_call_starts_the_spinning(tmp_path):
     out = subprocess.run([sys.executable, "-c", _FIRST_COMPILED_CALL], env=env, check=True,
                          capture_output=True, text=True, timeout=300).stdout
     assert "before False" in out and "after True" in out, out
+
+
+@pytest.mark.parametrize("name,value", [("FNAD_SPIN_US", "soon"), ("FNAD_NUM_THREADS", "2.5")])
+def test_a_bad_setting_says_which_and_what_it_wants(name, value):
+    env = dict(os.environ, **{name: value})
+    proc = subprocess.run([sys.executable, "-c", "import fnad.backends.numba_cpu.runtime"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert f"{name}={value!r}: expected" in proc.stderr, proc.stderr[-2000:]

@@ -221,9 +221,20 @@ def usable_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _env_number(name: str, kind, what: str):
+    """The environment variable `name` as a `kind` (int or float), None where it is unset."""
+    env = os.environ.get(name)
+    if not env:
+        return None
+    try:
+        return kind(env)
+    except ValueError:
+        raise ValueError(f"{name}={env!r}: expected {what}") from None
+
+
 def _threads() -> int:
-    env = os.environ.get("FNAD_NUM_THREADS")
-    return max(1, int(env)) if env else usable_cpus()
+    n = _env_number("FNAD_NUM_THREADS", int, "a whole number of threads, such as 2")
+    return max(1, n) if n is not None else usable_cpus()
 
 
 NUM_THREADS = _threads()
@@ -234,7 +245,8 @@ NUM_THREADS = _threads()
 # without the GIL for 1 ms after each task, the GPT step took 0.84-0.86 of its time per
 # round against a ThreadPoolExecutor's workers (three A/B runs of 30-40 rounds in one
 # process), the MLP step 0.95-0.97; budgets of 0.3, 3 and 10 ms were within 1% of 1 ms.
-SPIN_US = float(os.environ.get("FNAD_SPIN_US", 1000))
+SPIN_US = _env_number("FNAD_SPIN_US", float, "microseconds, such as 1000 (0: no spinning)")
+SPIN_US = 1000.0 if SPIN_US is None else SPIN_US
 
 
 @intrinsic
@@ -364,9 +376,11 @@ class _Workers:
                 continue
             with self.cond:
                 self.sleeping += 1
-                while busy[0] > 0:
-                    self.cond.wait()
-                self.sleeping -= 1
+                try:
+                    while busy[0] > 0:
+                        self.cond.wait()
+                finally:                         # (an interrupt while waiting)
+                    self.sleeping -= 1
 
 
 _workers: _Workers | None = None
