@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
-           "mlp_step.py", "gpt_step.py", "gpt_cold.py", "numba_math.py"]
+           "mlp_step.py", "gpt_step.py", "gpt_cold.py", "worker_spin.py", "numba_math.py"]
 
 
 def main() -> int:

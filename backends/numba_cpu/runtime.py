@@ -241,10 +241,13 @@ NUM_THREADS = _threads()
 # How long a worker looks for the next task before it sleeps, in microseconds
 # (FNAD_SPIN_US; 0: it sleeps at once). Waking a sleeping thread took 50-270 us on the
 # 2-core VM this was measured on (a futex wake of an idle vCPU), against 1-2 ms for a
-# chunk of the GPT step's products: the worker often started late or not at all. Looking
-# without the GIL for 1 ms after each task, the GPT step took 0.84-0.86 of its time per
-# round against a ThreadPoolExecutor's workers (three A/B runs of 30-40 rounds in one
-# process), the MLP step 0.95-0.97; budgets of 0.3, 3 and 10 ms were within 1% of 1 ms.
+# chunk of the GPT step's products: the worker often started late or not at all. One
+# chunked 1024x768 @ 768x256 product: 2.25 ms with sleeping workers, 1.59 ms with these
+# looking for 1 ms without the GIL. Per round of the GPT step, in one process:
+# spinning against the same workers sleeping 0.97-0.98, the MLP step 0.95
+# (benchmarks/worker_spin.py); these workers against the ThreadPoolExecutor they replaced
+# 0.84-0.88 (five A/B runs), more than the spinning explains. Budgets of 0.3, 3 and 10 ms
+# were within 1% of 1 ms.
 SPIN_US = _env_number("FNAD_SPIN_US", float, "microseconds, such as 1000 (0: no spinning)")
 SPIN_US = 1000.0 if SPIN_US is None else SPIN_US
 
