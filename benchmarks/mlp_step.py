@@ -52,14 +52,19 @@ def make_torch_step(torch):
     return step
 
 
-def main() -> None:
-    rng = np.random.default_rng(0)
+def data(rng):
+    """(params, x, y) as NumPy arrays: the weights, a batch of 256 inputs, one-hot labels."""
     params = {"w1": rng.standard_normal((784, 512)).astype(np.float32) * 0.05,
               "b1": np.zeros(512, np.float32),
               "w2": rng.standard_normal((512, 10)).astype(np.float32) * 0.05,
               "b2": np.zeros(10, np.float32)}
     x = rng.standard_normal((256, 784)).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)]
+    return params, x, y
+
+
+def main() -> None:
+    params, x, y = data(np.random.default_rng(0))
     rows, losses = [], {}
     jax = optional("jax")
     t_jax = None

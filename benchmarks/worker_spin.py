@@ -16,7 +16,7 @@ import time
 import gpt_step
 import mlp_step
 import numpy as np
-from _common import header
+from _common import header, wait_compiled
 
 import fnad
 import fnad.numpy as jnp
@@ -25,44 +25,42 @@ from fnad.backends.numba_cpu import runtime
 
 def gpt_call():
     rng = np.random.default_rng(0)
-    params = fnad.tree_util.tree_map(jnp.asarray, gpt_step.init_params(rng))
-    tokens = jnp.asarray(rng.integers(0, gpt_step.VOCAB, (gpt_step.BATCH, gpt_step.SEQ + 1))
-                         .astype(np.int32))
-    zeros = fnad.tree_util.tree_map(jnp.zeros_like, params)
-    opt = {"m": zeros, "v": fnad.tree_util.tree_map(jnp.zeros_like, params),
-           "t": jnp.asarray(0, jnp.int32)}
-    step = fnad.jit(gpt_step.make_step(fnad, jnp, fnad.nn))
-    return lambda: step(params, opt, tokens)
+    params = gpt_step.init_params(rng)
+    tokens = rng.integers(0, gpt_step.VOCAB, (gpt_step.BATCH, gpt_step.SEQ + 1))
+    one = gpt_step.run(fnad, jnp, fnad.nn, params, tokens.astype(np.int32), fnad.jit)[2]
+    return one                                  # (run waits for a background compile)
 
 
 def mlp_call():
-    rng = np.random.default_rng(0)
-    params = {"w1": rng.standard_normal((784, 512)).astype(np.float32) * 0.05,
-              "b1": np.zeros(512, np.float32),
-              "w2": rng.standard_normal((512, 10)).astype(np.float32) * 0.05,
-              "b2": np.zeros(10, np.float32)}
-    x = jnp.asarray(rng.standard_normal((256, 784)).astype(np.float32))
-    y = jnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 256)])
+    params, x, y = mlp_step.data(np.random.default_rng(0))
     params = fnad.tree_util.tree_map(jnp.asarray, params)
+    x, y = jnp.asarray(x), jnp.asarray(y)
     step = fnad.jit(mlp_step.make_step(fnad, jnp, fnad.nn))
-    return lambda: step(params, x, y)
+    wait_compiled(step, params, x, y)
+    return lambda: fnad.block_until_ready(step(params, x, y))
 
 
 def compare(name: str, call, rounds: int, reps: int) -> None:
-    for _ in range(3):
-        fnad.block_until_ready(call())          # compiled, and the workers calibrated
     workers = runtime.workers()
+    for _ in range(100):                        # compiled calls; then the workers calibrate
+        call()
+        if workers.rounds:
+            break
+        time.sleep(0.01)
     spin = workers.rounds
+    if not spin:
+        print(f"{name:10s} the workers did not start spinning: nothing to compare")
+        return
     arms = {f"spin {runtime.SPIN_US:.0f} us": spin, "no spin": 0}
     times: dict[str, list] = {k: [] for k in arms}
     order = list(arms)
     for r in range(rounds):
         for arm in (order if r % 2 == 0 else order[::-1]):
             workers.rounds = arms[arm]
-            fnad.block_until_ready(call())
+            call()
             t = time.perf_counter()
             for _ in range(reps):
-                fnad.block_until_ready(call())
+                call()
             times[arm].append((time.perf_counter() - t) / reps)
     workers.rounds = spin
     a, b = (np.array(times[k]) for k in order)
