@@ -281,8 +281,6 @@ class _Fingerprint:
             return self.closed(x)
         if isinstance(x, Jaxpr):
             return self.jaxpr(x)
-        if type(x) is tuple:
-            return ("tuple", *map(self.value, x))
         if type(x) is ShapedArray:
             return self.aval(x)
         return _stable(x, self.value)
