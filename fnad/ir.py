@@ -223,6 +223,9 @@ def fingerprint(closed: ClosedJaxpr) -> bytes | None:
     the same thing, so a compiled program stored on disk can be found by it. (Params that
     only transformations read, such as a custom_jvp's rule, have a fixed form: the
     fingerprint is of what evaluating the program computes.)"""
+    if not isinstance(closed, ClosedJaxpr):
+        raise TypeError(f"fingerprint takes a ClosedJaxpr (what fnad.make_jaxpr returns), "
+                        f"got {type(closed).__name__}")
     try:
         form = _Fingerprint().closed(closed)
     except _Unstable:

@@ -150,3 +150,11 @@ def test_avals_pickle_without_their_cached_hash():
     hash(a)
     b = pickle.loads(pickle.dumps(a))
     assert b == a and b._hash is None and hash(b) == hash(a)
+
+
+def test_anything_but_a_closed_jaxpr_is_a_type_error():
+    closed = fnad.make_jaxpr(jnp.sin)(X)
+    with pytest.raises(TypeError, match="takes a ClosedJaxpr .* got Jaxpr"):
+        fingerprint(closed.jaxpr)
+    with pytest.raises(TypeError, match="got function"):
+        fingerprint(jnp.sin)
