@@ -700,6 +700,72 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 
 
+_WARM_SCRIPT = textwrap.dedent("""
+    import time, numpy as np
+    import fnad, fnad.numpy as jnp
+    from numba.core.registry import cpu_target
+    ctx = cpu_target.target_context
+    refreshes = []                     # numba's start of its CPU target (compiles need it)
+    refresh = ctx.refresh
+    def counted():
+        refreshes.append(1)
+        return refresh()
+    ctx.refresh = counted
+    x = np.linspace(-1, 1, 512 * 512, dtype=np.float32).reshape(512, 512)
+    f = fnad.jit(lambda x: (jnp.tanh(x) * 2.0 + 1.0) @ x.T, backend="numba")
+    y = f(x)
+    y = f(x)                             # the workers load _spin once the first call ran
+    from fnad.backends.numba_cpu import runtime
+    deadline = time.monotonic() + 30
+    while not runtime._spin.overloads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("refreshes", len(refreshes))
+    print("spin loaded", bool(runtime._spin.overloads))
+    print("sum", float(np.asarray(y, np.float64).sum()))
+""")
+
+
+def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
+    """runtime.load_cached: a new process on a warm disk cache loads the program's kernels
+    and the workers' _spin from it without numba's target refresh (110-150 ms of numba
+    imports and registrations, which only compiling needs), and computes the same."""
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0",
+               FNAD_NUM_THREADS="2")
+    runs = [subprocess.run([sys.executable, "-c", _WARM_SCRIPT], env=env, check=True,
+                           capture_output=True, text=True, timeout=300).stdout
+            for _ in range(2)]
+    assert "refreshes 0" not in runs[0], runs[0]            # it compiled
+    assert "refreshes 0" in runs[1], runs[1]
+    assert "spin loaded True" in runs[0] and "spin loaded True" in runs[1], runs
+    assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
+
+
+def test_load_cached_reports_what_the_cache_lacks(tmp_path, monkeypatch):
+    """load_cached is False for a signature never compiled (the caller then compiles it
+    as usual), True for one loaded already or on disk (a new dispatcher of the function
+    loads it from there)."""
+    import numba
+    from numba.core import types
+
+    from fnad.backends.numba_cpu.codegen import load_module
+    from fnad.backends.numba_cpu.runtime import load_cached
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    src = ("import numba\n"
+           "@numba.njit(cache=True)\n"
+           "def twice_plus_one(a):\n"
+           "    return a * 2 + 1\n")
+    f = getattr(load_module(src, "k_load_cached_probe"), "twice_plus_one")
+    assert isinstance(f, numba.core.registry.CPUDispatcher)
+    assert load_cached(f, (types.float64,)) is False            # never compiled
+    assert f(1.5) == 4.0                                         # compiled and cached
+    assert load_cached(f, (types.float64,)) is True              # loaded already
+    g = numba.njit(cache=True)(f.py_func)        # a new dispatcher over the same cache
+    assert load_cached(g, (types.float64,)) is True and g.signatures == [(types.float64,)]
+    assert g(2.0) == 5.0 and g.stats.cache_hits
+    assert load_cached(g, (types.int64,)) is False
+    assert g(3) == 7
+
+
 def test_a_saved_program_is_read_back_as_generated(tmp_path, monkeypatch):
     """codegen._save/_saved: the driver, kernels and signatures come back as generated, and
     K rebuilt entry by entry (arrays with their dtype, layout and writeable flag, which

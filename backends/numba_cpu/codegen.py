@@ -195,9 +195,12 @@ class Compiled:
 
     def _first(self, bufs):
         from numba.core.errors import NumbaError
+
+        from fnad.backends.numba_cpu import precompile
         if self._loader is not None:      # its last loads (it ends with the children)
             self._loader.join()
             self._loader = None
+        precompile.load_cached_kernels(self._kernels, self._signatures)
         try:
             with core.gc_paused():       # numba loading or compiling kernels (precompile.py)
                 out = self.run(*bufs)
@@ -213,7 +216,7 @@ class Compiled:
             self.run, self.source = _build(self._closed, backend, fuse=False)[:2]
             out = self.run(*bufs)
         else:
-            from fnad.backends.numba_cpu import precompile, runtime
+            from fnad.backends.numba_cpu import runtime
             precompile.write_markers(cache_dir(), self._signatures)
             runtime.start_spinning()
         self._checked, self._interp = True, None          # the interpreted tier is done

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from fnad.backends.numba_cpu.runtime import usable_cpus
+from fnad.backends.numba_cpu.runtime import load_cached, usable_cpus
 
 
 def marker(cache: pathlib.Path, name: str, spec: tuple) -> pathlib.Path:
@@ -112,14 +112,14 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
     compiled call loads again and reports it."""
     pending = [(k, spec) for k in kernels for spec in sorted(signatures.get(k.__name__, ()))]
 
-    def load() -> None:
+    def load_pending() -> None:
         try:
             while pending:
                 ended = job.poll() is not None   # a last look after the children are done
                 for item in list(pending):
                     kernel, spec = item
                     if marker(cache, kernel.__name__, spec).exists():
-                        kernel.compile(numba_signature(spec))
+                        load(kernel, spec)
                         pending.remove(item)
                 if ended:
                     return
@@ -127,9 +127,26 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
         except Exception:  # noqa: BLE001 - the main thread meets and reports it again
             return
 
-    thread = threading.Thread(target=load, name="fnad-numba-load", daemon=True)
+    thread = threading.Thread(target=load_pending, name="fnad-numba-load", daemon=True)
     thread.start()
     return thread
+
+
+def load(kernel, spec) -> None:
+    """Load `kernel` at the signature recorded as `spec` from the disk cache without
+    starting the rest of numba (runtime.load_cached), or else through numba's `compile`
+    (which loads it the usual way, or compiles it)."""
+    sig = numba_signature(spec)
+    if not load_cached(kernel, sig):
+        kernel.compile(sig)
+
+
+def load_cached_kernels(kernels, signatures: dict) -> None:
+    """Load each of `kernels` at the signatures recorded for it where the disk cache has
+    it (runtime.load_cached); the program's first call compiles the others."""
+    for kernel in kernels:
+        for spec in sorted(signatures.get(kernel.__name__, ())):
+            load_cached(kernel, numba_signature(spec))
 
 
 def children(signatures: dict) -> int:

@@ -77,6 +77,40 @@ _njit = numba.njit(error_model="numpy", cache=True, no_cfunc_wrapper=True)   # k
 RUNTIME_STAMP = hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()[:12]
 
 
+def load_cached(dispatcher, argtypes: tuple) -> bool:
+    """Load `dispatcher`'s machine code for `argtypes` (numba types) from numba's disk
+    cache, as `dispatcher.compile(argtypes)` does on a cache hit, without the `refresh` of
+    numba's CPU target that numba runs first: importing and registering all of numba's
+    typing and lowering (110-150 ms here, once per process), which compiling needs and
+    loading compiled code does not. Loaded code links only against numba's helper library
+    (installed with the target context) and its runtime (NRT, initialized here). A compile
+    later in the process refreshes as usual. True when the code is loaded (or already
+    was); False where the cache has no entry for it or numba's internals are not the ones
+    this reads (numba 0.6x's `Dispatcher._cache`): the caller's first call then loads or
+    compiles it the usual way."""
+    argtypes = tuple(argtypes)
+    if argtypes in dispatcher.overloads:
+        return True
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import rtsys
+    try:
+        with global_compiler_lock:
+            if argtypes in dispatcher.overloads:
+                return True
+            ctx, cache = dispatcher.targetctx, dispatcher._cache
+            rtsys.initialize(ctx)
+            with cache._guard_against_spurious_io_errors():
+                cres = cache._load_overload(argtypes, ctx)
+            if cres is None or cres.objectmode:
+                return False
+            ctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            dispatcher.add_overload(cres)
+            dispatcher._cache_hits[argtypes] += 1
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
 def scalar_of(x):
     """The value of a rank-0 buffer: `x[()]` for a 0-d array, x itself for a scalar."""
     return x[()] if isinstance(x, np.ndarray) else x
@@ -314,6 +348,7 @@ class _Workers:
         if SPIN_US <= 0:
             return
         probe, looks = np.zeros(1, np.int64), 20_000
+        load_cached(_spin, (types.Array(types.int64, 1, "C"), types.int64, types.int64))
         _spin(probe, 0, 1)
         t = time.perf_counter()
         _spin(probe, 0, looks)
