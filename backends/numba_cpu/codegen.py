@@ -200,7 +200,9 @@ class Compiled:
         if self._loader is not None:      # its last loads (it ends with the children)
             self._loader.join()
             self._loader = None
-        precompile.load_cached_kernels(self._kernels, self._signatures)
+        from fnad.backends.numba_cpu import runtime
+        if not precompile.load_cached_kernels(self._kernels, self._signatures):
+            runtime.before_compiling()             # some compile at their first call
         try:
             with core.gc_paused():       # numba loading or compiling kernels (precompile.py)
                 out = self.run(*bufs)
@@ -216,7 +218,6 @@ class Compiled:
             self.run, self.source = _build(self._closed, backend, fuse=False)[:2]
             out = self.run(*bufs)
         else:
-            from fnad.backends.numba_cpu import runtime
             precompile.write_markers(cache_dir(), self._signatures)
             runtime.start_spinning()
         self._checked, self._interp = True, None          # the interpreted tier is done

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from fnad.backends.numba_cpu.runtime import load_cached, usable_cpus
+from fnad.backends.numba_cpu.runtime import before_compiling, load_cached, usable_cpus
 
 
 def marker(cache: pathlib.Path, name: str, spec: tuple) -> pathlib.Path:
@@ -138,15 +138,19 @@ def load(kernel, spec) -> None:
     (which loads it the usual way, or compiles it)."""
     sig = numba_signature(spec)
     if not load_cached(kernel, sig):
+        before_compiling()
         kernel.compile(sig)
 
 
-def load_cached_kernels(kernels, signatures: dict) -> None:
+def load_cached_kernels(kernels, signatures: dict) -> bool:
     """Load each of `kernels` at the signatures recorded for it where the disk cache has
-    it (runtime.load_cached); the program's first call compiles the others."""
+    it (runtime.load_cached); the program's first call compiles the others. True when all
+    were loaded."""
+    loaded = True
     for kernel in kernels:
         for spec in sorted(signatures.get(kernel.__name__, ())):
-            load_cached(kernel, numba_signature(spec))
+            loaded &= load_cached(kernel, numba_signature(spec))
+    return loaded
 
 
 def children(signatures: dict) -> int:
@@ -191,6 +195,7 @@ def main() -> None:
     from fnad.core import gc_paused
     job = json.load(sys.stdin)
     cache = pathlib.Path(job["dir"])
+    before_compiling()
     with gc_paused():         # numba's compiles: 8 % of their time in the cyclic collector
         for name, specs in job["kernels"].items():
             src = (cache / f"fnad_{name}.py").read_text()

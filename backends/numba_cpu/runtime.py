@@ -13,7 +13,9 @@ without the GIL before they sleep (`_Workers`, `FNAD_SPIN_US`), the kernels' arg
 (`writable`), the CPUs this process may use (`usable_cpus`), and `RUNTIME_STAMP`, a hash of
 this file that the code generator writes into every generated module (numba's on-disk cache
 does not see changes in helper modules, so a change here must change the generated source).
-Imports only numpy, numba and llvmlite (numba's arraymath without scipy.linalg: see below).
+It also loads compiled code from numba's disk cache without starting the rest of numba
+(`load_cached`) and prepares numba's compiles (`before_compiling`). Imports only numpy, numba
+and llvmlite.
 """
 from __future__ import annotations
 
@@ -34,12 +36,15 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload
-from numba.np.arrayobj import make_array, populate_array
 
 
-def _import_arraymath_without_scipy_linalg() -> None:
-    """Import numba.np.arraymath, which numba's CPU target loads before it compiles or
-    loads any function, without the `scipy.linalg` package it imports on the way.
+def before_compiling() -> None:
+    """Import numba.np.arraymath, which numba's CPU target imports before it compiles any
+    function (its `refresh`), without the `scipy.linalg` package it imports on the way.
+    Called where fnad is about to compile (Compiled._first when a kernel is not in the disk
+    cache, precompile.py): a process that only loads compiled code (load_cached) does not
+    import arraymath (15-20 ms here). (It imports numba.np.arrayobj, 25-30 ms: the cached
+    environments of kernels that use numba's array helpers name that module.)
 
     arraymath checks at import that BLAS is there by importing scipy.linalg.cython_blas,
     and Python imports a package before its submodule: scipy.linalg's __init__ (its
@@ -51,7 +56,8 @@ def _import_arraymath_without_scipy_linalg() -> None:
     then removed, so that a later `import scipy.linalg.cython_blas` (numba's np.dot,
     the user's code) imports the package as usual and gets the same extension module.
     Where scipy.linalg (or arraymath) is already imported, or the file is not found, this
-    does nothing special."""
+    does nothing special. Should numba compile without it (a path that does not call it),
+    it imports scipy.linalg: slower, the same code."""
     name = "scipy.linalg.cython_blas"
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
         return
@@ -71,7 +77,6 @@ def _import_arraymath_without_scipy_linalg() -> None:
         sys.modules.pop(name, None)
 
 
-_import_arraymath_without_scipy_linalg()
 _njit = numba.njit(error_model="numpy", cache=True, no_cfunc_wrapper=True)   # kernels.py
 
 RUNTIME_STAMP = hashlib.sha256(pathlib.Path(__file__).read_bytes()).hexdigest()[:12]
@@ -216,6 +221,7 @@ def flat(typingctx, a):
     flat_type = a.copy(ndim=1, layout="C")
 
     def codegen(context, builder, sig, args):
+        from numba.np.arrayobj import make_array, populate_array
         src = make_array(sig.args[0])(context, builder, value=args[0])
         out = make_array(flat_type)(context, builder)
         populate_array(out, data=src.data, shape=cgutils.pack_array(builder, [src.nitems]),
@@ -348,7 +354,9 @@ class _Workers:
         if SPIN_US <= 0:
             return
         probe, looks = np.zeros(1, np.int64), 20_000
-        load_cached(_spin, (types.Array(types.int64, 1, "C"), types.int64, types.int64))
+        if not load_cached(_spin, (types.Array(types.int64, 1, "C"), types.int64,
+                                   types.int64)):
+            before_compiling()
         _spin(probe, 0, 1)
         t = time.perf_counter()
         _spin(probe, 0, looks)
