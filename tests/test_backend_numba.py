@@ -757,7 +757,7 @@ def test_load_cached_reports_what_the_cache_lacks(tmp_path, monkeypatch):
            "@numba.njit(cache=True)\n"
            "def twice_plus_one(a):\n"
            "    return a * 2 + 1\n")
-    f = getattr(load_module(src, "k_load_cached_probe"), "twice_plus_one")
+    f = load_module(src, "k_load_cached_probe").twice_plus_one
     assert isinstance(f, numba.core.registry.CPUDispatcher)
     assert load_cached(f, (types.float64,)) is False            # never compiled
     assert f(1.5) == 4.0                                         # compiled and cached

@@ -122,20 +122,17 @@ def test_has_aux_requires_a_pair():
         fnad.grad(lambda x: total(x), has_aux=True)(X3)
 
 
-def test_primitive_without_impl_on_backend():
+def test_primitive_without_impl_on_backend(scratch_primitives):
     lonely_p = Primitive("lonely")
     core.abstract_eval_rules[lonely_p] = lambda x: x
-    try:
-        with pytest.raises(fnad.NoImplementationError) as e:
-            lonely_p.bind(X3)
-        msg = str(e.value)
-        assert "'lonely'" in msg and "'numpy' backend" in msg
-        assert "backends with one: none" in msg
-    finally:
-        del core.abstract_eval_rules[lonely_p]
+    with pytest.raises(fnad.NoImplementationError) as e:
+        lonely_p.bind(X3)
+    msg = str(e.value)
+    assert "'lonely'" in msg and "'numpy' backend" in msg
+    assert "backends with one: none" in msg
 
 
-def test_missing_impl_lists_the_backends_that_have_one():
+def test_missing_impl_lists_the_backends_that_have_one(scratch_primitives):
     import sys
     import types
 
@@ -155,17 +152,13 @@ def test_missing_impl_lists_the_backends_that_have_one():
         b._modules.pop("fake")
         b._loaded.pop("fake", None)
         del sys.modules["fake_backend_for_test"]
-        del core.abstract_eval_rules[solo_p]
 
 
-def test_missing_jvp_rule_names_the_primitive():
+def test_missing_jvp_rule_names_the_primitive(scratch_primitives):
     p = Primitive("no_jvp")
     core.abstract_eval_rules[p] = lambda x: x
-    try:
-        with pytest.raises(NotImplementedError, match="differentiation rule for 'no_jvp'"):
-            fnad.jvp(lambda x: p.bind(x), (X3,), (X3,))
-    finally:
-        del core.abstract_eval_rules[p]
+    with pytest.raises(NotImplementedError, match="differentiation rule for 'no_jvp'"):
+        fnad.jvp(lambda x: p.bind(x), (X3,), (X3,))
 
 
 def test_not_an_array():

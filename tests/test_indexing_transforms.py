@@ -212,19 +212,15 @@ def test_transforms_match_jax(case):
         _close(got, want, f"grad of vmap, in_axes={axes}")
 
 
-def test_the_warning_filter_catches_the_loop_fallback():
+def test_the_warning_filter_catches_the_loop_fallback(scratch_primitives):
     # The module's filterwarnings mark must turn vmap's loop fallback into an error, or the
     # tests above could not notice a missing batching rule.
     lonely_p = core.Primitive("no_rule_for_test")
     core.abstract_eval_rules[lonely_p] = lambda x: x
     from fnad.backends import get_backend
-    impls = get_backend("numpy").impl_rules
-    impls[lonely_p] = lambda x: x
-    try:
-        with pytest.raises(UserWarning, match="'no_rule_for_test' has no batching rule"):
-            fnad.vmap(lambda x: lonely_p.bind(x))(np.ones((2, 3), f32))
-    finally:
-        del core.abstract_eval_rules[lonely_p], impls[lonely_p]
+    get_backend("numpy").impl_rules[lonely_p] = lambda x: x
+    with pytest.raises(UserWarning, match="'no_rule_for_test' has no batching rule"):
+        fnad.vmap(lambda x: lonely_p.bind(x))(np.ones((2, 3), f32))
     with warnings.catch_warnings():                    # and a rule-backed x[i] stays silent
         warnings.simplefilter("error")
         fnad.vmap(lambda x, i: x[i])(np.ones((2, 3), f32), np.array([[0, 2], [1, 1]], i32))
