@@ -1,13 +1,21 @@
 """jit call overhead: a compiled `x + 1` on 8 floats, fnad (numba and numpy backends) vs
 jax.jit, and vs the same op in PyTorch eager (one op's dispatch, no jit) where torch is
-installed, in one process; the ratios fnad/jax (target <= 0.5) and fnad/torch. Run:
+installed, in one process; the ratios fnad/jax (target <= 0.5) and fnad/torch.
+
+fnad and jax are timed in ROUNDS rounds of NUMBER calls of each, the first of each round
+rotating (the shared machine's speed drifts within seconds: blocks timed one after another
+measured the drift too); the times are the medians over the rounds, the ratios fnad/jax
+the medians of the rounds' ratios. torch is imported afterwards and timed likewise against
+fnad's numba backend. Run:
 
     python benchmarks/jit_overhead.py
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
-from _common import header, median_s, optional, table
+from _common import header, optional, table
 
 import fnad
 import fnad.numpy as fnp
@@ -17,35 +25,64 @@ from fnad.config import config
 config.update("jax_background_compile", False)   # steady state: compile before timing
 
 
+ROUNDS, NUMBER = 21, 2000
+
+
+def rounds(calls: dict) -> dict:
+    """{name: seconds per call in each round}: ROUNDS rounds of NUMBER calls of each."""
+    names = list(calls)
+    for fn in calls.values():
+        fn()
+    times: dict = {name: [] for name in names}
+    for r in range(ROUNDS):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = calls[name]
+            t0 = time.perf_counter()
+            for _ in range(NUMBER):
+                fn()
+            times[name].append((time.perf_counter() - t0) / NUMBER)
+    return times
+
+
 def main() -> None:
     x_np = np.linspace(0, 1, 8, dtype=np.float32)
-    rows = []
+    x = fnp.asarray(x_np)
+    calls = {}
+    for backend in ("numba", "numpy"):
+        f = fnad.jit(lambda x: x + 1.0, backend=backend)
+        calls[f"fnad.jit ({backend})"] = lambda f=f: f(x)
     jax = optional("jax")
-    t_jax = None
     if jax is not None:
         g = jax.jit(lambda x: x + 1.0)
         xj = jax.numpy.asarray(x_np)
-        t_jax = median_s(lambda: g(xj).block_until_ready(), number=5000)
-        rows.append(("x + 1, 8 x f32", "jax.jit", t_jax, None))
-    x = fnp.asarray(x_np)
-    t_fnad = {}
-    for backend in ("numba", "numpy"):
-        f = fnad.jit(lambda x: x + 1.0, backend=backend)
-        t_fnad[backend] = median_s(lambda: f(x), number=5000)
+        calls["jax.jit"] = lambda: g(xj).block_until_ready()
+    times = rounds(calls)
     torch = optional("torch")                     # imported after fnad and jax are timed
-    t_torch = None
     if torch is not None:
         xt = torch.from_numpy(x_np)
-        t_torch = median_s(lambda: xt + 1.0, number=5000)
-    for backend, t in t_fnad.items():
-        rows.append(("x + 1, 8 x f32", f"fnad.jit ({backend})", t,
-                     None if t_jax is None else t / t_jax,
-                     None if t_torch is None else t / t_torch))
+        vs_torch = rounds({"fnad.jit (numba)": calls["fnad.jit (numba)"],
+                           "torch eager": lambda: xt + 1.0})
+
+    def ratio(a: list, b: list) -> float:
+        return float(np.median(np.array(a) / np.array(b)))
+
+    rows = []
+    if jax is not None:
+        rows.append(("x + 1, 8 x f32", "jax.jit", float(np.median(times["jax.jit"]))))
+    for backend in ("numba", "numpy"):
+        name = f"fnad.jit ({backend})"
+        t = times[name]
+        r_torch = None
+        if torch is not None and backend == "numba":
+            r_torch = ratio(vs_torch[name], vs_torch["torch eager"])
+        rows.append(("x + 1, 8 x f32", name, float(np.median(t)),
+                     None if jax is None else ratio(t, times["jax.jit"]), r_torch))
     if torch is not None:
-        rows.append(("x + 1, 8 x f32", "torch eager", t_torch))
+        rows.append(("x + 1, 8 x f32", "torch eager", float(np.median(vs_torch["torch eager"]))))
     print(header())
     ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
-    print(table(rows, "jit call overhead", ratios=ratios))
+    print(table(rows, f"jit call overhead (medians of {ROUNDS} rounds of {NUMBER} calls)",
+                ratios=ratios))
 
 
 if __name__ == "__main__":
