@@ -21,6 +21,32 @@ def median_s(fn, number: int = 1, repeat: int = 15, warmup: int = 2) -> float:
     return float(np.median(times))
 
 
+def rounds(calls: dict, repeat: int, number: int = 1, warmup: int = 1) -> dict:
+    """{name: seconds per call in each round}: after `warmup` untimed calls of each,
+    `repeat` rounds of `number` calls of every function in `calls`, the first of each round
+    rotating. The shared machine's speed drifts by up to 1.5x within minutes: blocks timed
+    one after another measure that drift as much as the functions; rounds give each the
+    same conditions."""
+    names = list(calls)
+    for fn in calls.values():
+        for _ in range(warmup):
+            fn()
+    times: dict = {name: [] for name in names}
+    for r in range(repeat):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn = calls[name]
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - t0) / number)
+    return times
+
+
+def ratio(times: dict, a: str, b: str) -> float:
+    """The median over the rounds of a's time over b's (`times` from `rounds`)."""
+    return float(np.median(np.array(times[a]) / np.array(times[b])))
+
+
 def optional(name: str):
     try:
         return __import__(name)

@@ -23,7 +23,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import header, median_s, optional, table, wait_compiled
+from _common import header, median_s, optional, ratio, rounds, table, wait_compiled
 
 D, LAYERS, HEADS, FF, VOCAB, BATCH, SEQ = 256, 4, 8, 768, 256, 8, 128
 REPEAT, WARMUP = 9, 1          # timed rounds; untimed steps between the first call and them
@@ -212,25 +212,6 @@ def run(lib, jnp, nn, params, tokens, jit):
     return cold, ready, one, state, float(out[2])
 
 
-def interleaved(steps: dict, repeat: int, warmup: int) -> dict:
-    """{name: its step's time in each round (seconds)}: after `warmup` untimed steps each,
-    `repeat` rounds of one step of every implementation, the first of each round rotating.
-    The machine this runs on drifts by up to 1.5x within minutes: timed in blocks one after
-    another, the ratio of two implementations measured that drift as much as their speed;
-    rounds give each the same conditions."""
-    names = list(steps)
-    for name in names:
-        for _ in range(warmup):
-            steps[name]()
-    times: dict = {name: [] for name in names}
-    for r in range(repeat):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            t0 = time.perf_counter()
-            steps[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
-
-
 def gemm_floor(run_step) -> tuple[int, float, float]:
     """(count, GFLOP, seconds): the products of one fnad step as the numba backend's GEMM
     received them (the same operand views and layouts), timed through np.matmul alone."""
@@ -259,7 +240,7 @@ def main(argv=None) -> None:
     parser.add_argument("--without", action="append", default=[], choices=["jax", "torch"],
                         help="leave this implementation out")
     args = parser.parse_args(argv)
-    rounds = args.rounds
+    n_rounds = args.rounds
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
@@ -281,15 +262,13 @@ def main(argv=None) -> None:
         cold_t, steps["torch eager"], states["torch eager"], first["torch eager"] = run_torch(
             torch, params, tokens)
         rows.append(("GPT step: first call", "torch eager", cold_t))
-    times = interleaved(steps, rounds, WARMUP)
+    times = rounds(steps, n_rounds, 1, WARMUP)
     med = {name: float(np.median(ts)) for name, ts in times.items()}
     last = {name: float(state["last"]) for name, state in states.items()}
     n_gemm, gflop, t_gemm = gemm_floor(steps["fnad.jit"])
 
     def per_round(other):                     # the median of the rounds' fnad/other ratios
-        if other not in times:
-            return None
-        return float(np.median(np.array(times["fnad.jit"]) / np.array(times[other])))
+        return ratio(times, "fnad.jit", other) if other in times else None
     for name in steps:
         ratios = (per_round("jax.jit"), per_round("torch eager")) if name == "fnad.jit" else ()
         rows.append(("GPT step", name if name != "fnad.jit" else "fnad.jit (numba)",
@@ -301,7 +280,7 @@ def main(argv=None) -> None:
     threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
     print(table(rows, f"GPT-style train step, d=256 L=4 H=8 ff=768 V=256 B=8 T=128{threads}",
                 ratios=ratios))
-    print(f"step times: medians of {rounds} rounds, each round one step of every "
+    print(f"step times: medians of {n_rounds} rounds, each round one step of every "
           "implementation; ratios: medians of the rounds' ratios")
     for name, ts in times.items():
         print(f"  {name:12s} " + " ".join(f"{t * 1e3:6.1f}" for t in ts) + " ms")
@@ -310,7 +289,7 @@ def main(argv=None) -> None:
     ref_first, ref_last = first["fnad.jit"], last["fnad.jit"]
     for impl in steps:
         print(f"loss {impl:12s} first step {first[impl]:.6f} "
-              f"(diff {first[impl] - ref_first:+.1e}), after {1 + WARMUP + rounds} steps "
+              f"(diff {first[impl] - ref_first:+.1e}), after {1 + WARMUP + n_rounds} steps "
               f"{last[impl]:.6f} (diff {last[impl] - ref_last:+.1e})")
     bad = [impl for impl in steps if abs(first[impl] - ref_first) > 1e-4]
     if bad:

@@ -12,10 +12,8 @@ fnad's numba backend. Run:
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
-from _common import header, optional, table
+from _common import header, optional, ratio, rounds, table
 
 import fnad
 import fnad.numpy as fnp
@@ -26,22 +24,6 @@ config.update("jax_background_compile", False)   # steady state: compile before 
 
 
 ROUNDS, NUMBER = 21, 2000
-
-
-def rounds(calls: dict) -> dict:
-    """{name: seconds per call in each round}: ROUNDS rounds of NUMBER calls of each."""
-    names = list(calls)
-    for fn in calls.values():
-        fn()
-    times: dict = {name: [] for name in names}
-    for r in range(ROUNDS):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            fn = calls[name]
-            t0 = time.perf_counter()
-            for _ in range(NUMBER):
-                fn()
-            times[name].append((time.perf_counter() - t0) / NUMBER)
-    return times
 
 
 def main() -> None:
@@ -56,15 +38,12 @@ def main() -> None:
         g = jax.jit(lambda x: x + 1.0)
         xj = jax.numpy.asarray(x_np)
         calls["jax.jit"] = lambda: g(xj).block_until_ready()
-    times = rounds(calls)
+    times = rounds(calls, ROUNDS, NUMBER)
     torch = optional("torch")                     # imported after fnad and jax are timed
     if torch is not None:
         xt = torch.from_numpy(x_np)
         vs_torch = rounds({"fnad.jit (numba)": calls["fnad.jit (numba)"],
-                           "torch eager": lambda: xt + 1.0})
-
-    def ratio(a: list, b: list) -> float:
-        return float(np.median(np.array(a) / np.array(b)))
+                           "torch eager": lambda: xt + 1.0}, ROUNDS, NUMBER)
 
     rows = []
     if jax is not None:
@@ -74,9 +53,9 @@ def main() -> None:
         t = times[name]
         r_torch = None
         if torch is not None and backend == "numba":
-            r_torch = ratio(vs_torch[name], vs_torch["torch eager"])
+            r_torch = ratio(vs_torch, name, "torch eager")
         rows.append(("x + 1, 8 x f32", name, float(np.median(t)),
-                     None if jax is None else ratio(t, times["jax.jit"]), r_torch))
+                     None if jax is None else ratio(times, name, "jax.jit"), r_torch))
     if torch is not None:
         rows.append(("x + 1, 8 x f32", "torch eager", float(np.median(vs_torch["torch eager"]))))
     print(header())

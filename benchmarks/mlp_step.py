@@ -2,14 +2,16 @@
 namespace and run by fnad (numba backend) and jax.jit in one process (target fnad/jax <= 1.0),
 and, where torch is installed, the same step in PyTorch eager (autograd and a hand-written
 SGD update) from the same inputs, with the ratio fnad/torch. The step's loss must agree.
-Run:
+fnad and jax are timed in ROUNDS alternating rounds of NUMBER steps each (the ratio: the
+median of the rounds' ratios); torch is imported afterwards and timed likewise against
+fnad. Run:
 
     python benchmarks/mlp_step.py
 """
 from __future__ import annotations
 
 import numpy as np
-from _common import header, median_s, optional, table
+from _common import header, optional, ratio, rounds, table
 
 import fnad
 import fnad.numpy as fnp
@@ -17,6 +19,8 @@ import fnad.numpy as fnp
 from fnad.config import config
 
 config.update("jax_background_compile", False)   # steady state: compile before timing
+
+ROUNDS, NUMBER = 30, 5
 
 
 def make_step(lib, jnp, nn):
@@ -65,40 +69,43 @@ def data(rng):
 
 def main() -> None:
     params, x, y = data(np.random.default_rng(0))
-    rows, losses = [], {}
+    losses, calls = {}, {}
     jax = optional("jax")
-    t_jax = None
     if jax is not None:
         import jax.numpy as jjnp
-        step = jax.jit(make_step(jax, jjnp, jax.nn))
+        jstep = jax.jit(make_step(jax, jjnp, jax.nn))
         pj = jax.tree_util.tree_map(jjnp.asarray, params)
         xj, yj = jjnp.asarray(x), jjnp.asarray(y)
-        losses["jax.jit"] = float(step(pj, xj, yj)[1])
-        t_jax = median_s(lambda: jax.block_until_ready(step(pj, xj, yj)), number=5)
-        rows.append(("MLP step, batch 256", "jax.jit", t_jax))
-    step = fnad.jit(make_step(fnad, fnp, fnad.nn))
+        losses["jax.jit"] = float(jstep(pj, xj, yj)[1])
+        calls["jax.jit"] = lambda: jax.block_until_ready(jstep(pj, xj, yj))
+    fstep = fnad.jit(make_step(fnad, fnp, fnad.nn))
     pf = fnad.tree_util.tree_map(fnp.asarray, params)
     xf, yf = fnp.asarray(x), fnp.asarray(y)
-    losses["fnad.jit"] = float(step(pf, xf, yf)[1])
-    t = median_s(lambda: step(pf, xf, yf), number=5)
+    losses["fnad.jit"] = float(fstep(pf, xf, yf)[1])
+    calls["fnad.jit"] = lambda: fstep(pf, xf, yf)
+    times = rounds(calls, ROUNDS, NUMBER)
     torch = optional("torch")                     # imported after fnad and jax are timed
-    t_torch = None
     if torch is not None:
-        step = make_torch_step(torch)
+        tstep = make_torch_step(torch)
         pt = {k: torch.tensor(v).requires_grad_() for k, v in params.items()}
         xt, yt = torch.tensor(x), torch.tensor(y)
-        losses["torch eager"] = float(step(pt, xt, yt)[1])
-        t_torch = median_s(lambda: step(pt, xt, yt), number=5)
-    rows.append(("MLP step, batch 256", "fnad.jit (numba)", t,
-                 None if t_jax is None else t / t_jax,
-                 None if t_torch is None else t / t_torch))
+        losses["torch eager"] = float(tstep(pt, xt, yt)[1])
+        vs_torch = rounds({"fnad.jit": calls["fnad.jit"],
+                           "torch eager": lambda: tstep(pt, xt, yt)}, ROUNDS, NUMBER)
+    rows = []
+    if jax is not None:
+        rows.append(("MLP step, batch 256", "jax.jit", float(np.median(times["jax.jit"]))))
+    rows.append(("MLP step, batch 256", "fnad.jit (numba)", float(np.median(times["fnad.jit"])),
+                 None if jax is None else ratio(times, "fnad.jit", "jax.jit"),
+                 None if torch is None else ratio(vs_torch, "fnad.jit", "torch eager")))
     if torch is not None:
-        rows.append(("MLP step, batch 256", "torch eager", t_torch))
+        rows.append(("MLP step, batch 256", "torch eager",
+                     float(np.median(vs_torch["torch eager"]))))
     print(header())
     ratios = ("fnad/jax", "fnad/torch") if torch is not None else ("fnad/jax",)
     threads = f", torch {torch.get_num_threads()} threads" if torch is not None else ""
-    print(table(rows, f"MLP 784-512-10 value_and_grad + SGD{threads}",
-                ratios=ratios))
+    print(table(rows, f"MLP 784-512-10 value_and_grad + SGD{threads} (medians of {ROUNDS} "
+                f"rounds of {NUMBER} steps)", ratios=ratios))
     ref = losses["fnad.jit"]
     print("loss: " + ", ".join(f"{impl} {v:.6f}" for impl, v in losses.items()))
     bad = [impl for impl, v in losses.items() if abs(v - ref) > 1e-4]
