@@ -118,17 +118,18 @@ class Compiled:
     """A compiled program: call it on NumPy buffers (returns a list); `.source` is the code.
 
     numba compiles the kernels at the first call (0.1-1 s each) unless they are in its disk
-    cache. With `config.jax_background_compile` (the default) a program with kernels to
-    compile starts child processes that compile them into the disk cache (precompile.py;
-    several where there are CPUs and kernels enough) and, until they are done, runs on the
-    NumPy interpreter (numpy_ref/compile.py: the same optimized jaxpr, equation by
-    equation); a thread of this process loads each kernel from the disk cache as soon as a
-    child has it there (precompile.load_when_compiled), and the first call after the
-    children are done runs the generated program. `wait()` blocks until the children are
-    done and the kernels loaded. A program whose kernels are loaded or on
-    disk (marker files say so) runs compiled at once. With the option off, the first call
-    compiles, then runs: in this process, or in parallel children it waits for where
-    precompile.py would start more than one.
+    cache; those that are, the first call loads without starting numba's compiler
+    (runtime.load_cached). With `config.jax_background_compile` (the default) a program with
+    kernels to compile starts child processes that compile them into the disk cache
+    (precompile.py; several where there are CPUs and kernels enough) and, until they are
+    done, runs on the NumPy interpreter (numpy_ref/compile.py: the same optimized jaxpr,
+    equation by equation); a thread of this process loads each kernel from the disk cache as
+    soon as a child has it there (precompile.load_when_compiled), and the first call after
+    the children are done runs the generated program. `wait()` blocks until the children are
+    done and the kernels loaded. A program whose kernels are loaded or on disk (marker files
+    say so) runs compiled at once. With the option off, the first call compiles, then runs:
+    in this process, or in parallel children it waits for where precompile.py would start
+    more than one.
 
     Should compiling fail (a code generator bug: a numba typing or lowering error), the
     program is rebuilt without fused kernels (every equation through the backend's impls)
@@ -196,11 +197,10 @@ class Compiled:
     def _first(self, bufs):
         from numba.core.errors import NumbaError
 
-        from fnad.backends.numba_cpu import precompile
+        from fnad.backends.numba_cpu import precompile, runtime
         if self._loader is not None:      # its last loads (it ends with the children)
             self._loader.join()
             self._loader = None
-        from fnad.backends.numba_cpu import runtime
         if not precompile.load_cached_kernels(self._kernels, self._signatures):
             runtime.before_compiling()             # some compile at their first call
         try:

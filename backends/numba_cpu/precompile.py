@@ -105,11 +105,11 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
     the disk cache at the signatures recorded for it, each as soon as its marker is there,
     until all are loaded or `job` (the children, or one Popen) has ended. The process that
     runs the program interpreted meanwhile then switches to the compiled program without
-    paying for numba's start-up (about 0.3 s: the first kernel loaded in a process) and the
-    loading (a few ms per kernel) at that call (the GPT step's: about 0.3 s, beside a step
-    of 0.2 s). Loading holds numba's compiler lock, so a call of a kernel from the main
-    thread meanwhile waits for it and finds it loaded. An error ends the thread: the first
-    compiled call loads again and reports it."""
+    paying for the loading at that call (`load`: numba's runtime start-up and a few ms per
+    kernel; the GPT step's about 0.1-0.15 s, beside a step of 0.2 s). Loading holds numba's
+    compiler lock, so a call of a kernel from the main thread meanwhile waits for it and
+    finds it loaded. An error ends the thread: the first compiled call loads again and
+    reports it."""
     pending = [(k, spec) for k in kernels for spec in sorted(signatures.get(k.__name__, ()))]
 
     def load_pending() -> None:
