@@ -93,12 +93,12 @@ def load_cached(dispatcher, argtypes: tuple) -> bool:
     was); False where the cache has no entry for it or numba's internals are not the ones
     this reads (numba 0.6x's `Dispatcher._cache`): the caller's first call then loads or
     compiles it the usual way."""
-    argtypes = tuple(argtypes)
-    if argtypes in dispatcher.overloads:
-        return True
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.runtime import rtsys
+    argtypes = tuple(argtypes)
     try:
+        if argtypes in dispatcher.overloads:
+            return True
         with global_compiler_lock:
             if argtypes in dispatcher.overloads:
                 return True
