@@ -722,6 +722,7 @@ _WARM_SCRIPT = textwrap.dedent("""
     import sys
     print("refreshes", len(refreshes))
     print("arraymath imported", "numba.np.arraymath" in sys.modules)
+    print("arrayobj imported", "numba.np.arrayobj" in sys.modules)
     print("spin loaded", bool(runtime._spin.overloads and runtime.workers().rounds))
     print("sum", float(np.asarray(y, np.float64).sum()))
 """)
@@ -731,7 +732,8 @@ def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
     """runtime.load_cached: a new process on a warm disk cache loads the program's kernels
     and the workers' _spin from it without numba's target refresh (110-150 ms of numba
     imports and registrations, which only compiling needs) or numba's arraymath
-    (runtime.before_compiling), and computes the same."""
+    (runtime.before_compiling) and arrayobj (kernels allocate with runtime.empty, whose
+    code names no environment of that module), and computes the same."""
     env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0",
                FNAD_NUM_THREADS="2", FNAD_SPIN_US="1000")
     runs = [subprocess.run([sys.executable, "-c", _WARM_SCRIPT], env=env, check=True,
@@ -739,6 +741,7 @@ def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
             for _ in range(2)]
     assert "refreshes 0" not in runs[0], runs[0]            # it compiled
     assert "refreshes 0" in runs[1] and "arraymath imported False" in runs[1], runs[1]
+    assert "arrayobj imported False" in runs[1], runs[1]          # runtime.empty
     assert "spin loaded True" in runs[0] and "spin loaded True" in runs[1], runs
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 

@@ -11,9 +11,10 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
         n0 = sz[0]                                # sizes are an argument (a uint64 array):
         n1 = sz[1]                                # one kernel serves every shape
         x0 = a0                                   # inputs: contiguous, flat (rank 1)
-        o0 = np.empty(s0, np.float32)             # outputs (s0: their size)
+        o0 = empty(s0, np.float32)                # outputs (s0: their size;
+                                                  # runtime.empty, as np.empty)
         p0 = o0
-        b0 = np.empty(n1, np.float32)             # a row buffer
+        b0 = empty(n1, np.float32)                # a row buffer
         for i0 in range(n0):
             r1 = -inf                             # stage 0: m = max(x)
             for i1 in range(n1): r1 = rmaximum(r1, x0[i0 * n1 + i1])
@@ -404,7 +405,8 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
             if v.aval.shape:
                 shape = f"s{k}"
                 args.append(shape)
-            E.line(f"o{k} = np.empty({shape}, {np_name(v.aval.dtype)})")
+            E.runtime.add("empty")
+            E.line(f"o{k} = empty({shape}, {np_name(v.aval.dtype)})")
         if v.aval.shape or threaded:
             E.line(f"p{k} = o{k}")
         else:                                   # a rank-0 output: its 1-element view
@@ -413,7 +415,8 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
 
     def alloc_buffers():
         for v, b in buffers.items():
-            E.line(f"{b} = np.empty({L.inner_size()}, {np_name(v.aval.dtype)})")
+            E.runtime.add("empty")
+            E.line(f"{b} = empty({L.inner_size()}, {np_name(v.aval.dtype)})")
 
     # -- loops --
     if threaded:

@@ -231,6 +231,48 @@ def flat(typingctx, a):
     return flat_type(a), codegen
 
 
+
+@intrinsic
+def empty(typingctx, size, dtype):
+    """np.empty(size, dtype) for an int `size` (a kernel's flat outputs and row buffers) or
+    np.empty((), dtype): the array allocated through numba's runtime (NRT, aligned) as
+    np.empty's lowering allocates it, but in the kernel's own code. np.empty is implemented
+    by functions of numba.np.arrayobj, whose environments a kernel's cached code then
+    names: loading it imports that module (25-30 ms of a warm-cache first call here), and
+    compiling it compiles them. Sizes come from the program's shapes, so numba's check for
+    an overflowing size is left out."""
+    if isinstance(dtype, types.NumberClass):
+        dt = dtype.instance_type
+    elif isinstance(dtype, types.DType):
+        dt = dtype.dtype
+    else:
+        return None
+    if isinstance(size, types.Integer):
+        ndim = 1
+    elif isinstance(size, types.BaseTuple) and len(size) == 0:
+        ndim = 0
+    else:
+        return None
+    array_type = types.Array(dt, ndim, "C")
+
+    def codegen(context, builder, sig, args):
+        from numba.np.arrayobj import make_array, populate_array
+        out = make_array(array_type)(context, builder)
+        itemsize = context.get_constant(
+            types.intp, context.get_abi_sizeof(context.get_data_type(dt)))
+        if ndim:
+            n = context.cast(builder, args[0], sig.args[0], types.intp)
+            shape, strides, nbytes = [n], [itemsize], builder.mul(n, itemsize)
+        else:
+            shape, strides, nbytes = [], [], itemsize
+        meminfo = context.nrt.meminfo_alloc_aligned(
+            builder, size=nbytes, align=context.get_preferred_array_alignment(dt))
+        data = context.nrt.meminfo_data(builder, meminfo)
+        populate_array(out, data=builder.bitcast(data, out.data.type), shape=shape,
+                       strides=strides, itemsize=itemsize, meminfo=meminfo)
+        return out._getvalue()
+    return array_type(size, dtype), codegen
+
 # ---- threads -------------------------------------------------------------------------------
 # A large kernel runs in chunks of its outermost loop that threads claim one at a time from
 # a shared counter (`fetch_add`): the calling thread and the pool's workers all run the
