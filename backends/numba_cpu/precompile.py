@@ -110,7 +110,7 @@ def load_when_compiled(job, kernels, signatures: dict, cache: pathlib.Path) -> t
     compiler lock, so a call of a kernel from the main thread meanwhile waits for it and
     finds it loaded. An error ends the thread: the first compiled call loads again and
     reports it."""
-    pending = [(k, spec) for k in kernels for spec in sorted(signatures.get(k.__name__, ()))]
+    pending = list(recorded(kernels, signatures))
 
     def load_pending() -> None:
         try:
@@ -147,10 +147,16 @@ def load_cached_kernels(kernels, signatures: dict) -> bool:
     it (runtime.load_cached); the program's first call compiles the others. True when all
     were loaded."""
     loaded = True
+    for kernel, spec in recorded(kernels, signatures):
+        loaded &= load_cached(kernel, numba_signature(spec))
+    return loaded
+
+
+def recorded(kernels, signatures: dict):
+    """(kernel, spec) for each of `kernels` and each signature recorded for it, in order."""
     for kernel in kernels:
         for spec in sorted(signatures.get(kernel.__name__, ())):
-            loaded &= load_cached(kernel, numba_signature(spec))
-    return loaded
+            yield kernel, spec
 
 
 def children(signatures: dict) -> int:
