@@ -100,8 +100,10 @@ def make_torch_step(torch):
 
     def rope(x):                                               # x: [B, H, T, hd]
         hd = x.shape[-1]
-        freqs = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
-        ang = torch.arange(x.shape[-2], dtype=torch.float32)[:, None] * freqs[None, :]
+        freqs = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32,
+                                                device=x.device) / hd))
+        ang = (torch.arange(x.shape[-2], dtype=torch.float32, device=x.device)[:, None]
+               * freqs[None, :])
         cos, sin = torch.cos(ang), torch.sin(ang)              # [T, hd/2]
         x1, x2 = x[..., ::2], x[..., 1::2]
         return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
@@ -112,7 +114,7 @@ def make_torch_step(torch):
         heads = lambda z: z.reshape(b, t, HEADS, D // HEADS).permute(0, 2, 1, 3)  # noqa
         q, k, v = rope(heads(q)), rope(heads(k)), heads(v)
         scores = q @ k.transpose(-1, -2) / float(np.float32(np.sqrt(D // HEADS)))
-        mask = torch.tril(torch.ones((t, t), dtype=torch.bool))
+        mask = torch.tril(torch.ones((t, t), dtype=torch.bool, device=x.device))
         scores = torch.where(mask, scores, -1e9)
         out = torch.softmax(scores, dim=-1) @ v                # [B, H, T, hd]
         return out.permute(0, 2, 1, 3).reshape(b, t, D) @ p["wo"]
@@ -170,22 +172,24 @@ def tree_like(tree, leaves):
     return tree_map(lambda _: next(it), tree)
 
 
-def run_torch(torch, params, tokens):
+def run_torch(torch, params, tokens, device="cpu"):
     """(first call, one step, state, first-step loss) of the PyTorch eager step, with the
-    protocol of `run`."""
-    params = tree_map(lambda a: torch.tensor(a).requires_grad_(), params)
-    opt = {"m": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
-           "v": tree_map(lambda a: torch.zeros(a.shape, dtype=torch.float32), params),
-           "t": 0}
-    tokens = torch.tensor(tokens, dtype=torch.int64)
+    protocol of `run`, its tensors on `device` ("cuda": each step waits for the GPU)."""
+    params = tree_map(lambda a: torch.tensor(a, device=device).requires_grad_(), params)
+    zeros = lambda a: torch.zeros(a.shape, dtype=torch.float32, device=device)  # noqa: E731
+    opt = {"m": tree_map(zeros, params), "v": tree_map(zeros, params), "t": 0}
+    tokens = torch.tensor(tokens, dtype=torch.int64, device=device)
     step = make_torch_step(torch)
+    sync = torch.cuda.synchronize if device != "cpu" else (lambda: None)
     t0 = time.perf_counter()
     out = step(params, opt, tokens)
+    sync()
     cold = time.perf_counter() - t0
     state = {"p": params, "o": opt}
 
     def one():
         state["p"], state["o"], state["last"] = step(state["p"], state["o"], tokens)
+        sync()
     return cold, one, state, float(out[2])
 
 
