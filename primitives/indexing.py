@@ -555,7 +555,8 @@ def scatter(operand, scatter_indices, updates, dimension_numbers, *,
 abstract_eval_rules[scatter_p] = _scatter_abstract_eval("scatter", ANY)
 def scatter_jvp(primals, tangents, **params):
     # d S(x, u) = S(dx, du). With repeated indices, find the update that won each element
-    # by scattering update ids, then mask the losers and scatter_add (as JAX).
+    # (the last: the largest of the update ids, by scatter_max), then mask the losers and
+    # scatter_add (as JAX, whose ids go through scatter itself).
     from fnad.primitives.logic import eq, select_n
     from fnad.primitives.shape_ops import broadcast_in_dim
     (operand, indices, updates), (operand_dot, _, updates_dot) = primals, tangents
@@ -569,8 +570,8 @@ def scatter_jvp(primals, tangents, **params):
     ids_shape = tuple(1 if u in dn.update_window_dims else s for u, s in enumerate(u_shape))
     ids = np.arange(1, math.prod(ids_shape) + 1, dtype=np.int32).reshape(ids_shape)
     update_ids = broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
-    scattered_ids = scatter_p.bind(_zeros_like(operand, np.int32), indices, update_ids,
-                                   **params)
+    scattered_ids = scatter_max_p.bind(_zeros_like(operand, np.int32), indices, update_ids,
+                                       **params)
     read_mode = (GatherScatterMode.CLIP if params["mode"] is GatherScatterMode.CLIP
                  else GatherScatterMode.PROMISE_IN_BOUNDS)
     gathered_ids = _inverse_gather(scattered_ids, indices, dn, u_shape, read_mode)

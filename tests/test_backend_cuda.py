@@ -457,6 +457,25 @@ def test_jit_control_flow_and_debug_nans():
             g(fnad.device_put(np.array([1.0, -1.0], f32), "cuda"))
 
 
+@on_cuda
+def test_numba_cuda_registries_import_without_numpys_row_stack(monkeypatch):
+    """numba-cuda <= 0.30.4 overloads np.row_stack at import, which NumPy 2.5 removed: the
+    runtime imports those modules with a stand-in there, and takes it away again."""
+    from fnad.backends.cuda import runtime as rt
+    seen = []
+    monkeypatch.delattr(np, "row_stack", raising=False)
+    monkeypatch.setattr(rt.importlib, "import_module",
+                        lambda name: seen.append((name, callable(getattr(np, "row_stack",
+                                                                         None)))))
+    rt.import_target_registries()
+    assert seen == [(name, True) for name in rt._TARGET_MODULES]
+    assert not hasattr(np, "row_stack")
+    monkeypatch.setattr(np, "row_stack", np.vstack, raising=False)   # older NumPy: no-op
+    seen.clear()
+    rt.import_target_registries()
+    assert seen == [] and np.row_stack is np.vstack
+
+
 # ---- detection ---------------------------------------------------------------------------------
 def test_no_cuda_device_is_a_clear_import_error(monkeypatch):
     """Without a GPU this is the real error; with one (or the simulator), a machine without

@@ -20,6 +20,7 @@ sqrt(-1)), as the GPU does.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import math
 import types
 
@@ -69,7 +70,35 @@ cupy = None                    # set by init() once the device is known to be th
 def init() -> None:
     global cupy
     check_available()
+    if not SIMULATOR:
+        import_target_registries()
     cupy = _find_cupy()
+
+
+_TARGET_MODULES = ("numba.cuda.cudadecl", "numba.cuda.cudamath", "numba.cuda.fp16")
+
+
+def import_target_registries() -> None:
+    """Import numba-cuda's typing and lowering registries (which its CUDA target would
+    import at the first compile) where they would fail to import under this NumPy.
+
+    numba-cuda up to 0.30.4 (the newest on PyPI, 2026-11) registers an overload of
+    `np.row_stack` when its `numba.cuda.np.arrayobj` is imported; NumPy 2.5 removed
+    row_stack, so every kernel's first compile raised "module 'numpy' has no attribute
+    'row_stack'" (seen on an H100 with numpy 2.5.2). Here the modules are imported with a
+    stand-in function under that name, removed again at once: the overload it gets is one
+    nothing can call. Nothing is done where NumPy still has row_stack."""
+    if hasattr(np, "row_stack"):
+        return
+    np.row_stack = lambda *arrays, **kwargs: np.vstack(*arrays, **kwargs)
+    try:
+        for name in _TARGET_MODULES:
+            try:
+                importlib.import_module(name)
+            except ImportError:                  # another numba-cuda's layout: its own way
+                pass
+    finally:
+        del np.row_stack
 
 
 # ---- buffers ---------------------------------------------------------------------------------

@@ -1,15 +1,24 @@
 """XLA lowerings of gather and the scatters: fnad's dimension numbers mirror XLA's field
-for field, so each is one jax.lax call.
+for field, so each is one jax.lax call (but for `scatter` with repeated indices: below).
 
 Modes, as the numpy reference: a gather clamps its indices unless FILL_OR_DROP (which
 reads `fill_value` for windows not fully in bounds); a scatter drops such windows unless
-CLIP. `scatter` (set) with repeated indices keeps the last update on XLA's CPU backend,
-as the reference does; XLA leaves the order open, so on a GPU any of them may win.
+CLIP.
+
+`scatter` (set) with repeated indices keeps the last update, as the reference (NumPy's
+`x[i] = u`) does. XLA leaves that order open, and on a GPU any of the updates may win;
+so unless `unique_indices` says otherwise, the lowering finds each element's winner first
+(`_scatter_last_wins`): scatter_max of the updates' ordinals, gathered back; the losers
+are masked with the sum's identity and the winners added in with scatter_add, which gives
+the same numbers in any order.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jax import lax
+from jax import numpy as jnp
 
 from fnad.backends.xla import eager, impl_rules
 from fnad.primitives import indexing as ix
@@ -45,12 +54,48 @@ def _scatter(op):
             scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
         if np.prod(updates.shape) == 0:                 # nothing to write
             return operand
+        jmode = (lax.GatherScatterMode.CLIP if mode is _CLIP
+                 else lax.GatherScatterMode.FILL_OR_DROP)
+        if op is lax.scatter and not unique_indices:
+            return _scatter_last_wins(operand, indices, updates, jdn, jmode)
         return op(operand, indices, updates, jdn, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices,
-                  mode=lax.GatherScatterMode.CLIP if mode is _CLIP
-                  else lax.GatherScatterMode.FILL_OR_DROP)
+                  unique_indices=unique_indices, mode=jmode)
     lowering.__name__ = op.__name__
     return lowering
+
+
+def _scatter_last_wins(operand, indices, updates, jdn, jmode):
+    """lax.scatter where the last of the updates to one element wins, on any platform.
+
+    Each update window gets an ordinal (1, 2, ... in the order of the scatter dims);
+    scatter_max of the ordinals gives each operand element its winner's (0: none writes
+    it), and gathering that back marks each update element as winner or loser. Then
+    scatter_add of the winners, with the losers and the overwritten operand elements set
+    to the sum's identity (-0.0 for floats, so that -0.0 and NaN come through unchanged)."""
+    u_shape = updates.shape
+    ids_shape = tuple(1 if d in jdn.update_window_dims else s for d, s in enumerate(u_shape))
+    ids = jnp.arange(1, math.prod(ids_shape) + 1, dtype=jnp.int32).reshape(ids_shape)
+    ids = jnp.broadcast_to(ids, u_shape)
+    winners = lax.scatter_max(jnp.zeros(operand.shape, jnp.int32), indices, ids, jdn,
+                              mode=jmode)
+    window = iter(u_shape[d] for d in jdn.update_window_dims)
+    sizes = tuple(1 if d in jdn.inserted_window_dims or d in jdn.operand_batching_dims
+                  else next(window) for d in range(operand.ndim))
+    gdn = lax.GatherDimensionNumbers(
+        offset_dims=jdn.update_window_dims, collapsed_slice_dims=jdn.inserted_window_dims,
+        start_index_map=jdn.scatter_dims_to_operand_dims,
+        operand_batching_dims=jdn.operand_batching_dims,
+        start_indices_batching_dims=jdn.scatter_indices_batching_dims)
+    won = lax.gather(winners, indices, gdn, sizes, mode=jmode, fill_value=0) == ids
+    dtype = operand.dtype
+    as_sum = dtype == np.bool_                            # bool: added as uint8
+    if as_sum:
+        operand, updates = operand.astype(jnp.uint8), updates.astype(jnp.uint8)
+    identity = np.array(complex(-0.0, -0.0) if jnp.issubdtype(dtype, jnp.complexfloating)
+                        else -0.0 if jnp.issubdtype(dtype, jnp.floating) else 0, operand.dtype)
+    out = lax.scatter_add(jnp.where(winners == 0, operand, identity), indices,
+                          jnp.where(won, updates, identity), jdn, mode=jmode)
+    return out.astype(dtype) if as_sum else out
 
 
 impl_rules[ix.gather_p] = eager(_gather)
