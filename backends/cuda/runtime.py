@@ -23,6 +23,7 @@ import hashlib
 import importlib
 import math
 import types
+import warnings
 
 import numpy as np
 
@@ -151,12 +152,28 @@ def synchronize() -> None:
 THREADS_PER_BLOCK = 32 if SIMULATOR else 256
 
 
+_LAUNCHERS: dict = {}                # (kernel, blocks, threads per block) -> kernel[...]
+
+
 def launch(kernel, threads: int, *args) -> None:
-    """kernel[blocks, tpb](*args) over `threads` threads (a 1-D grid); nothing for 0."""
+    """kernel[blocks, tpb](*args) over `threads` threads (a 1-D grid); nothing for 0.
+
+    The configured kernel is kept per grid: numba-cuda builds a launch configuration on
+    each `kernel[...]`, and warns there about grids of under 128 blocks. Grids here follow
+    the data's size, so a small array gets a small grid on purpose: that warning is left
+    out (once per grid, when the configuration is made)."""
     if threads <= 0:
         return
     tpb = min(THREADS_PER_BLOCK, threads)
-    kernel[(threads + tpb - 1) // tpb, tpb](*args)
+    key = (kernel, (threads + tpb - 1) // tpb, tpb)
+    if SIMULATOR:                       # its kernel[...] reconfigures and returns the kernel
+        return kernel[key[1], tpb](*args)
+    run = _LAUNCHERS.get(key)
+    if run is None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Grid size .* GPU under-utilization")
+            run = _LAUNCHERS[key] = kernel[key[1], tpb]
+    run(*args)
 
 
 @cuda.jit(device=True)
