@@ -167,10 +167,28 @@ batch_rules[jit_p] = jit_batch
 class _Entry:
     """One traced program: the optimized jaxpr, its hoisted constants, the output tree."""
 
-    __slots__ = ("closed", "consts", "out_tree")
+    __slots__ = ("closed", "consts", "out_tree", "_placed")
 
     def __init__(self, closed, consts, out_tree):
         self.closed, self.consts, self.out_tree = closed, consts, out_tree
+        self._placed: dict = {}
+
+    def consts_on(self, be) -> list:
+        """The constants as Arrays of backend `be` (or its home): moved there at the first
+        call, not at every call. Constants computed while tracing (a RoPE table, a causal
+        mask made with NumPy) are Arrays of the default backend or NumPy values, and a
+        program for another backend (xla, cuda) would copy them to the device each call."""
+        placed = self._placed.get(be)
+        if placed is None:
+            home = _home(be)
+
+            def place(c):
+                if isinstance(c, Tracer) or type(c) is Array and c._backend in (be, home):
+                    return c
+                aval = c.aval if type(c) is Array else get_aval(c)
+                return Array(_to_buffer(c, be), aval, home)
+            placed = self._placed[be] = [place(c) for c in self.consts]
+        return placed
 
 
 class Lowered:
@@ -307,7 +325,10 @@ class JitWrapped:
                     outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
                     return tree_util.tree_unflatten(out_tree, outs)
         entry, flat = self._entry(args, kwargs)
-        outs = jit_p.bind(*entry.consts, *flat, jaxpr=entry.closed, name=self.__name__,
+        consts = entry.consts
+        if core._state.trace is core.eval_trace and consts:
+            consts = entry.consts_on(_backend(self.backend))
+        outs = jit_p.bind(*consts, *flat, jaxpr=entry.closed, name=self.__name__,
                           backend=self.backend)
         if (not kwargs and not self.static_argnums and core._state.trace is core.eval_trace
                 and all(type(x) is Array for x in args) and len(flat) == len(args)

@@ -404,6 +404,29 @@ def test_compile_inlines_nested_jit():
                                rtol=1e-6)
 
 
+def test_jit_moves_constants_made_while_tracing_to_its_backend_once(monkeypatch):
+    """A constant made while tracing (here on the numpy backend, the default) is moved to
+    xla at the first call, not at every call; its value is the same."""
+    def f(tree):                                # a pytree argument: jit's general path
+        table = fnp.arange(0, 8, 2, dtype=np.float32)        # concrete: a numpy-backend Array
+        mask = np.arange(4) % 3 == 0                          # a NumPy value
+        return fnp.where(mask, tree["a"] * table, tree["b"])
+    g = fnad.jit(f, backend="xla")
+    tree = {"a": on(XLA, r(4)), "b": on(XLA, r(4))}
+    puts = []
+    put = XLA.device_put
+    monkeypatch.setattr(XLA, "device_put", lambda v, *a: puts.append(v) or put(v, *a))
+    first = g(tree)
+    assert len(puts) == 2                       # the table and the mask
+    for _ in range(3):
+        out = g(tree)
+    assert len(puts) == 2
+    a, b = np.asarray(tree["a"]), np.asarray(tree["b"])
+    for got in (first, out):
+        np.testing.assert_array_equal(np.asarray(got),
+                                      np.where(np.arange(4) % 3 == 0, a * f32([0, 2, 4, 6]), b))
+
+
 def test_compile_runs_debug_callbacks_with_fnad_arrays():
     seen = []
 

@@ -263,7 +263,7 @@ def test_float64_and_int64_under_x64(backend, x64):
 
 
 @pytest.mark.parametrize("name", ["numpy", "numba"])
-def test_intermediates_are_released_after_their_last_use(name):
+def test_intermediates_are_released_after_their_last_use(name, scratch_primitives):
     # Programs on NumPy buffers drop each intermediate after its last read (the numpy
     # interpreter and the numba driver, which runs at once: conftest.py turns the
     # background compile off), so that its memory serves the next buffers.

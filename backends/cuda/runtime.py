@@ -171,7 +171,7 @@ def launch(kernel, threads: int, *args) -> None:
     run = _LAUNCHERS.get(key)
     if run is None:
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Grid size .* GPU under-utilization")
+            warnings.filterwarnings("ignore", ".*Grid size .* GPU under-utilization")
             run = _LAUNCHERS[key] = kernel[key[1], tpb]
     run(*args)
 
