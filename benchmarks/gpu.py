@@ -4,9 +4,11 @@
 its GPU), by jax.jit and by PyTorch eager on the GPU, in one process. Each case is timed in
 rounds (one call of every implementation per round, the first rotating); every call waits
 for its results (block_until_ready, torch.cuda.synchronize). Prints the first call of each
-(trace + compile), the median time per call, the medians of the rounds' ratios
-fnad(cuda)/jax and fnad(cuda)/torch, and the GPT step's first and last losses (which must
-agree). Without a CUDA GPU it says so and exits. Run:
+(trace + compile), the median time per call, each fnad row's medians of the rounds' ratios
+against jax.jit, jax.jit with float32 matmuls at full precision ("jax.jit (f32)": jax
+multiplies float32 in TF32 on a GPU by default; fnad's xla backend and torch use float32)
+and torch, and the GPT step's first and last losses (which must agree to 1e-3). Without a
+CUDA GPU it says so and exits. Run:
 
     python benchmarks/gpu.py [--rounds N] [--only elementwise|step]
 """
@@ -40,13 +42,30 @@ def softmax_rows(np_mod):
     return f
 
 
-def references(jax, torch) -> tuple[list, list]:
-    """(fnad backends to run, references): the GPU implementations present here."""
-    backends = ["cuda"]
-    if jax is not None:
-        backends.append("xla")
-    refs = (["jax.jit"] if jax is not None else []) + (["torch eager"] if torch else [])
-    return backends, refs
+REFS = ("jax.jit", "jax.jit (f32)", "torch eager")
+RATIOS = ("fnad/jax", "fnad/jax f32", "fnad/torch")
+
+
+def references(jax, torch) -> list:
+    """The fnad backends to run here: cuda, and xla where jax has its GPU."""
+    return ["cuda"] + (["xla"] if jax is not None else [])
+
+
+def ratios_of(times: dict, impl: str) -> list:
+    """fnad rows: the medians of the rounds' ratios against each reference (None where it
+    did not run); reference rows: none."""
+    if not impl.startswith("fnad"):
+        return []
+    return [ratio(times, impl, ref) if ref in times else None for ref in REFS]
+
+
+def highest(jax, jitted):
+    """`jitted` called with float32 matmuls at full precision: jax's default on a GPU is
+    TF32 (about 3 decimal digits), fnad's xla backend and torch's default are float32."""
+    def call(*args):
+        with jax.default_matmul_precision("highest"):
+            return jitted(*args)
+    return call
 
 
 def timed_first(fn) -> tuple[float, object]:
@@ -61,9 +80,8 @@ def elementwise(jax, torch, n_rounds: int) -> list:
     a, b, c = (rng.standard_normal((N, N)).astype(np.float32) for _ in range(3))
     e = np.exp(a - a.max(-1, keepdims=True))
     want = {"chain": chain(np)(a, b, c), "softmax": e / e.sum(-1, keepdims=True)}
-    backends, _ = references(jax, torch)
     cases: dict = {"chain": {}, "softmax": {}}
-    for be in backends:
+    for be in references(jax, torch):
         fa, fb, fc = (fnad.device_put(v, be) for v in (a, b, c))
         f_chain = fnad.jit(chain(fnp), backend=be)
         f_soft = fnad.jit(softmax_rows(fnp), backend=be)
@@ -98,10 +116,8 @@ def elementwise(jax, torch, n_rounds: int) -> list:
                                        err_msg=f"{case}, {impl}")
             rows.append((f"{case}: first call", impl, cold))
         times = rounds(fns, n_rounds, 1, 2)
-        for impl in fns:
-            rs = [ratio(times, "fnad.jit (cuda)", ref) if ref in times else None
-                  for ref in ("jax.jit", "torch eager")] if impl == "fnad.jit (cuda)" else []
-            rows.append((case, impl, float(np.median(times[impl])), *rs))
+        rows += [(case, impl, float(np.median(times[impl])), *ratios_of(times, impl))
+                 for impl in fns]
     return rows
 
 
@@ -110,9 +126,8 @@ def gpt(jax, torch, n_rounds: int) -> tuple[list, dict, dict]:
     rng = np.random.default_rng(0)
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
-    backends, _ = references(jax, torch)
     rows, steps, states, first = [], {}, {}, {}
-    for be in backends:
+    for be in references(jax, torch):
         name = f"fnad.jit ({be})"
         with config.override(jax_default_backend=be):        # parameters made on `be`
             cold, _, steps[name], states[name], first[name] = run(
@@ -121,18 +136,18 @@ def gpt(jax, torch, n_rounds: int) -> tuple[list, dict, dict]:
         rows.append(("GPT step: first call", name, cold))
     if jax is not None:
         import jax.numpy as jjnp
-        cold, _, steps["jax.jit"], states["jax.jit"], first["jax.jit"] = run(
-            jax, jjnp, jax.nn, params, tokens, jax.jit)
-        rows.append(("GPT step: first call", "jax.jit", cold))
+        for name, jit in (("jax.jit", jax.jit),
+                          ("jax.jit (f32)", lambda f: highest(jax, jax.jit(f)))):
+            cold, _, steps[name], states[name], first[name] = run(
+                jax, jjnp, jax.nn, params, tokens, jit)
+            rows.append(("GPT step: first call", name, cold))
     if torch is not None:
         cold, steps["torch eager"], states["torch eager"], first["torch eager"] = run_torch(
             torch, params, tokens, device="cuda")
         rows.append(("GPT step: first call", "torch eager", cold))
     times = rounds(steps, n_rounds, 1, WARMUP)
-    for impl in steps:
-        rs = [ratio(times, "fnad.jit (cuda)", ref) if ref in times else None
-              for ref in ("jax.jit", "torch eager")] if impl == "fnad.jit (cuda)" else []
-        rows.append(("GPT step", impl, float(np.median(times[impl])), *rs))
+    rows += [("GPT step", impl, float(np.median(times[impl])), *ratios_of(times, impl))
+             for impl in steps]
     last = {impl: float(state["last"]) for impl, state in states.items()}
     return rows, first, last
 
@@ -158,15 +173,13 @@ def main(argv=None) -> int:
     print(header())
     print(f"GPU: {devices()[0].name}; fnad's cuda backend: GEMM through "
           f"{'CuPy (cuBLAS)' if runtime.cupy is not None else 'its tiled kernel'}")
-    _, refs = references(jax, torch)
-    ratios = tuple(f"fnad(cuda)/{r.split('.')[0].split()[0]}" for r in refs)
     if args.only != "step":
         print(table(elementwise(jax, torch, args.rounds), f"{N}x{N} float32 on the GPU",
-                    ratios=ratios))
+                    ratios=RATIOS))
     if args.only != "elementwise":
         rows, first, last = gpt(jax, torch, args.rounds)
         print(table(rows, "GPT-style train step on the GPU, d=256 L=4 H=8 ff=768 V=256 "
-                          "B=8 T=128", ratios=ratios))
+                          "B=8 T=128", ratios=RATIOS))
         ref = "fnad.jit (cuda)"
         for impl in first:
             print(f"loss {impl:16s} first step {first[impl]:.6f} "
