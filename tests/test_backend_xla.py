@@ -427,6 +427,20 @@ def test_jit_moves_constants_made_while_tracing_to_its_backend_once(monkeypatch)
                                       np.where(np.arange(4) % 3 == 0, a * f32([0, 2, 4, 6]), b))
 
 
+@pytest.mark.parametrize("setting,want", [(None, "HIGHEST"), ("float32", "HIGHEST"),
+                                          ("tensorfloat32", "HIGH"), ("bfloat16", "DEFAULT")])
+def test_matmul_precision_setting_reaches_xla(setting, want):
+    """float32 matmuls run at full precision on xla unless jax_default_matmul_precision
+    asks for less (on a GPU, "tensorfloat32" is jax's default speed; a CPU ignores it)."""
+    import re
+    a = on(XLA, r(4, 4))
+    with config.override(jax_default_matmul_precision=setting):
+        text = fnad.jit(lambda x: x @ x, backend="xla").lower(a).compile().lowered_text
+        out = fnad.jit(lambda x: x @ x, backend="xla")(a)
+    assert re.findall(r"precision = \[([A-Z]+), ([A-Z]+)\]", text) == [(want, want)]
+    np.testing.assert_allclose(np.asarray(out), np.asarray(a) @ np.asarray(a), rtol=1e-5)
+
+
 def test_compile_runs_debug_callbacks_with_fnad_arrays():
     seen = []
 
