@@ -28,7 +28,8 @@ import warnings
 import numpy as np
 
 _NEEDS = ("the 'cuda' backend needs an NVIDIA GPU with a CUDA driver and numba-cuda: "
-          "pip install 'fnad[cuda]' (numba-cuda, and cupy-cuda12x for cuBLAS GEMM)")
+          "pip install 'fnad[cuda]' (numba-cuda with CUDA 12's compiler, and cupy-cuda12x "
+          "for cuBLAS GEMM; 'fnad[cuda13]' for CUDA 13's)")
 
 try:
     import numba
