@@ -46,7 +46,7 @@ REFS = ("jax.jit", "jax.jit (f32)", "torch eager")
 RATIOS = ("fnad/jax", "fnad/jax f32", "fnad/torch")
 
 
-def references(jax, torch) -> list:
+def fnad_backends(jax) -> list:
     """The fnad backends to run here: cuda, and xla where jax has its GPU."""
     return ["cuda"] + (["xla"] if jax is not None else [])
 
@@ -81,7 +81,7 @@ def elementwise(jax, torch, n_rounds: int) -> list:
     e = np.exp(a - a.max(-1, keepdims=True))
     want = {"chain": chain(np)(a, b, c), "softmax": e / e.sum(-1, keepdims=True)}
     cases: dict = {"chain": {}, "softmax": {}}
-    for be in references(jax, torch):
+    for be in fnad_backends(jax):
         fa, fb, fc = (fnad.device_put(v, be) for v in (a, b, c))
         f_chain = fnad.jit(chain(fnp), backend=be)
         f_soft = fnad.jit(softmax_rows(fnp), backend=be)
@@ -127,7 +127,7 @@ def gpt(jax, torch, n_rounds: int) -> tuple[list, dict, dict]:
     params = init_params(rng)
     tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
     rows, steps, states, first = [], {}, {}, {}
-    for be in references(jax, torch):
+    for be in fnad_backends(jax):
         name = f"fnad.jit ({be})"
         with config.override(jax_default_backend=be):        # parameters made on `be`
             cold, _, steps[name], states[name], first[name] = run(
