@@ -308,10 +308,17 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if not kwargs and core._state.trace is core.eval_trace:
-            # The fast path: every argument an Array, nothing static, compiled before.
-            key = [config._state_id]
+        if not kwargs and core._state.trace is core.eval_trace and self._fast:
+            # The fast path: every argument an Array (or a pytree of Arrays), nothing
+            # static, compiled before; keyed by the config, the avals and (for pytrees)
+            # the tree structure.
+            leaves, key = args, [config._state_id]
             for x in args:
+                if type(x) is not Array:
+                    leaves, tree = tree_util.tree_flatten(args)
+                    key = [config._state_id, tree]
+                    break
+            for x in leaves:
                 if type(x) is not Array:
                     break
                 key.append(x.aval)
@@ -319,7 +326,8 @@ class JitWrapped:
                 fast = self._fast.get(tuple(key))
                 if fast is not None:
                     fn, consts, be, out_avals, out_tree = fast
-                    vals = [x._value if x._backend is be else _to_buffer(x, be) for x in args]
+                    vals = [x._value if x._backend is be else _to_buffer(x, be)
+                            for x in leaves]
                     if out_tree is None:                        # one output
                         return Array(fn(*consts, *vals)[0], out_avals[0], be)
                     outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
@@ -331,21 +339,27 @@ class JitWrapped:
         outs = jit_p.bind(*consts, *flat, jaxpr=entry.closed, name=self.__name__,
                           backend=self.backend)
         if (not kwargs and not self.static_argnums and core._state.trace is core.eval_trace
-                and all(type(x) is Array for x in args) and len(flat) == len(args)
+                and all(type(x) is Array for x in flat)
                 and all(type(c) is Array for c in entry.consts)):
-            self._remember_fast(args, entry)
+            self._remember_fast(args, flat, entry)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
-    def _remember_fast(self, args, entry):
+    def _remember_fast(self, args, flat, entry):
+        """Keep what a call with these arguments' avals (and tree) needs, for `__call__`'s
+        fast path: the program, its constants on its backend, the outputs' avals and tree."""
         be = _backend(self.backend)
         fn = compiled_for(entry.closed, be)
         if getattr(fn, "_checked", False):     # numba: its program, past the first-call checks
             fn = fn.run
-        consts = [_to_buffer(c, be) for c in entry.consts]
+        consts = [_to_buffer(c, be) for c in entry.consts_on(be)]     # moved there once
         single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
             entry.out_tree
-        self._fast[(config._state_id, *[x.aval for x in args])] = (
-            fn, consts, _home(be), entry.closed.out_avals, None if single else entry.out_tree)
+        if all(type(x) is Array for x in args):
+            key = (config._state_id, *[x.aval for x in args])
+        else:
+            key = (config._state_id, tree_util.tree_structure(args), *[x.aval for x in flat])
+        self._fast[key] = (fn, consts, _home(be), entry.closed.out_avals,
+                           None if single else entry.out_tree)
 
     def lower(self, *args, **kwargs) -> Lowered:
         entry, _ = self._entry(args, kwargs)

@@ -37,6 +37,40 @@ def test_second_call_does_not_retrace():
     assert len(traces) == 4
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pytree_arguments_take_the_fast_path_keyed_by_tree_and_avals(backend, monkeypatch):
+    """A second call with a pytree of Arrays skips the general path (no flattening into
+    the cache key, no jit_p.bind); another tree or other avals, or a config change, do not
+    reuse the entry, and the results are always the function's."""
+    import sys
+    jit_module = sys.modules["fnad.jit"]
+
+    def g(params, x):
+        return {k: v * x for k, v in params.items()}, x.sum()
+    f = fnad.jit(g, backend=backend)
+    params, x = {"a": jnp.ones(3), "b": jnp.arange(3.0)}, jnp.full(3, 2.0)
+    f(params, x)
+    general = []
+    entry = jit_module.JitWrapped._entry
+    monkeypatch.setattr(jit_module.JitWrapped, "_entry",
+                        lambda self, *a: general.append(1) or entry(self, *a))
+    for scale in (1.0, 3.0):
+        out = f({k: v * scale for k, v in params.items()}, x)
+        _close(out, g({k: v * scale for k, v in params.items()}, x))
+    assert general == []                                  # both through the fast path
+    other_tree = {"a": jnp.ones(3), "c": jnp.arange(3.0)}  # same avals, other keys
+    _close(f(other_tree, x), g(other_tree, x))
+    _close(f({"a": jnp.ones(3)}, x), g({"a": jnp.ones(3)}, x))        # fewer leaves
+    wide = {"a": jnp.ones(4), "b": jnp.ones(4)}                          # other avals
+    _close(f(wide, jnp.ones(4)), g(wide, jnp.ones(4)))
+    assert len(general) == 3
+    with fnad.config.override(jax_enable_x64=True):
+        f(params, x)
+    assert len(general) == 4
+    f(params, x)                                          # back to the first entry
+    assert len(general) == 4
+
+
 def test_cache_key_includes_tree_static_args_backend_and_config():
     traces = []
 
