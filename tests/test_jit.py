@@ -39,9 +39,9 @@ def test_second_call_does_not_retrace():
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pytree_arguments_take_the_fast_path_keyed_by_tree_and_avals(backend, monkeypatch):
-    """A second call with a pytree of Arrays skips the general path (no flattening into
-    the cache key, no jit_p.bind); another tree or other avals, or a config change, do not
-    reuse the entry, and the results are always the function's."""
+    """A second call with a pytree of Arrays skips the general path (`_entry`: every leaf
+    abstracted into the cache key, then jit_p.bind); another tree or other avals, or a
+    config change, do not reuse the entry, and the results are always the function's."""
     import sys
     jit_module = sys.modules["fnad.jit"]
 
