@@ -213,6 +213,23 @@ def test_scatter_set_with_repeated_indices_keeps_the_last(dtype, mode, x64):
     assert_same_bits(jitted, ref)
 
 
+def test_scatter_set_with_repeated_indices_under_vmap_keeps_the_last():
+    """vmap gives the scatter batching dims; the winners are found per batch member."""
+    x = r(3, 5)
+    idx = np.array([[1, 1, 4], [0, 2, 0], [3, 3, 3]], i32)
+    u = r(3, 3)
+    f = fnad.vmap(lambda xi, ii, ui: xi.at[ii].set(ui))
+    assert "operand_batching_dims=(0,)" in str(fnad.make_jaxpr(f)(x, idx, u))
+    want = x.copy()
+    for b in range(3):
+        for j in range(3):
+            want[b, idx[b, j]] = u[b, j]                   # NumPy's order: the last wins
+    args = [on(XLA, a) for a in (x, idx, u)]
+    for out in (f(*args), fnad.jit(f, backend="xla")(*args)):
+        assert out.backend == "xla"
+        np.testing.assert_array_equal(np.asarray(out), want)
+
+
 def test_scatter_set_lowering_finds_winners_only_where_indices_may_repeat():
     import jax
     lower = XLA.impl_rules[ix.scatter_p].lower
