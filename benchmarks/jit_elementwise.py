@@ -6,11 +6,12 @@ Cases (float32, 1000x1000):
     softmax  softmax over the rows                 (max, exp+sum, divide: one kernel)
     gelu     exact GELU, x/2 * erfc(-x/sqrt 2)     (nn.gelu(approximate=False); erfc)
 
-All run in this process on the same inputs, their calls interleaved (so that load from
-other processes hits them alike); the time per call is the median over the repeats,
-after a warm-up call (compilation is not timed). PyTorch runs the same math op by op
-(torch.tanh, torch.exp, torch.softmax; one kernel per op, its default thread count). It is
-imported and timed in a second pass, interleaved with fnad alone: its OpenMP threads
+All run in this process on the same inputs, in rounds of one call of each (the first of
+each round rotating, so that load from other processes hits them alike); the time per call
+is the median over the rounds, after a warm-up call (compilation is not timed). PyTorch
+runs the same math op by op (torch.tanh, torch.exp, torch.softmax; one kernel per op, its
+default thread count). It is imported and timed in a second pass, interleaved with fnad
+alone: its OpenMP threads
 spin-wait after each op, and on a busy machine that would slow whatever call comes next,
 so the first pass (fnad, NumPy, jax) is kept free of it; fnad/torch uses the second pass's
 fnad time. Prints a table with the ratios fnad/jax (targets of issue 4: <= 1.0) and
@@ -23,9 +24,9 @@ from __future__ import annotations
 import math
 import platform
 import sys
-import time
 
 import numpy as np
+from _common import rounds
 
 import fnad
 import fnad.numpy as fnp
@@ -36,16 +37,9 @@ config.update("jax_background_compile", False)   # steady state: compile before 
 
 
 def median_us(fns: dict, repeat: int = 200) -> dict:
-    """{name: median us per call}, the functions' calls interleaved."""
-    for fn in fns.values():
-        fn()
-    times: dict = {name: [] for name in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-    return {name: float(np.median(t)) * 1e6 for name, t in times.items()}
+    """{name: median us per call} over `repeat` rounds of one call of each function, the
+    first of each round rotating (_common.rounds)."""
+    return {name: float(np.median(t)) * 1e6 for name, t in rounds(fns, repeat).items()}
 
 
 def chain(np_mod):
