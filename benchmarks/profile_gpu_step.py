@@ -77,8 +77,12 @@ def main(argv=None) -> None:
     import gpt_step as g
     backend = args.backend
     if backend == "cuda":
-        from fnad.backends.cuda import program
-        from fnad.backends.cuda import runtime as rt
+        try:
+            from fnad.backends.cuda import program
+            from fnad.backends.cuda import runtime as rt
+        except ImportError as e:
+            print(f"no CUDA GPU here, nothing to profile: {e}")
+            return
         seconds, counts, on = time_program_steps(program, rt)
     params, opt, tokens = _inputs(g, backend)
     step = fnad.jit(g.make_step(fnad, fnp, fnad.nn), backend=backend)
