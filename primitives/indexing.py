@@ -350,14 +350,23 @@ def _scatter_bind(prim: Primitive, operand, indices, updates, dimension_numbers,
                      unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
 
 
-def _inverse_gather(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, **kw):
-    """gather(x) reading back the windows a scatter with `dn` writes (fill 0 if dropped)."""
+def inverse_gather_dims(dn: ScatterDimensionNumbers, updates_shape, operand_ndim: int
+                        ) -> tuple[GatherDimensionNumbers, list[int]]:
+    """(dimension numbers, slice sizes) of the gather that reads back the windows a scatter
+    with `dn` and updates of `updates_shape` writes into an operand of rank `operand_ndim`
+    (also used by backends/xla/indexing.py's scatter lowering)."""
     gdn = GatherDimensionNumbers(dn.update_window_dims, dn.inserted_window_dims,
                                  dn.scatter_dims_to_operand_dims, dn.operand_batching_dims,
                                  dn.scatter_indices_batching_dims)
     window = iter(updates_shape[u] for u in dn.update_window_dims)
     sizes = [1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
-             else next(window) for d in range(get_aval(x).ndim)]
+             else next(window) for d in range(operand_ndim)]
+    return gdn, sizes
+
+
+def _inverse_gather(x, indices, dn: ScatterDimensionNumbers, updates_shape, mode, **kw):
+    """gather(x) reading back the windows a scatter with `dn` writes (fill 0 if dropped)."""
+    gdn, sizes = inverse_gather_dims(dn, updates_shape, get_aval(x).ndim)
     return gather(x, indices, gdn, sizes, mode=mode, fill_value=0, **kw)
 
 

@@ -27,13 +27,16 @@ _FILL = ix.GatherScatterMode.FILL_OR_DROP
 _CLIP = ix.GatherScatterMode.CLIP
 
 
-def _gather(operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
-            indices_are_sorted, mode, fill_value):
-    dn = dimension_numbers
-    jdn = lax.GatherDimensionNumbers(
+def _jax_gather_dims(dn: ix.GatherDimensionNumbers) -> lax.GatherDimensionNumbers:
+    return lax.GatherDimensionNumbers(
         offset_dims=dn.offset_dims, collapsed_slice_dims=dn.collapsed_slice_dims,
         start_index_map=dn.start_index_map, operand_batching_dims=dn.operand_batching_dims,
         start_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _gather(operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+            indices_are_sorted, mode, fill_value):
+    jdn = _jax_gather_dims(dimension_numbers)
     fill = mode is _FILL
     return lax.gather(operand, indices, jdn, slice_sizes, unique_indices=unique_indices,
                       indices_are_sorted=indices_are_sorted,
@@ -57,14 +60,14 @@ def _scatter(op):
         jmode = (lax.GatherScatterMode.CLIP if mode is _CLIP
                  else lax.GatherScatterMode.FILL_OR_DROP)
         if op is lax.scatter and not unique_indices:
-            return _scatter_last_wins(operand, indices, updates, jdn, jmode)
+            return _scatter_last_wins(operand, indices, updates, dn, jdn, jmode)
         return op(operand, indices, updates, jdn, indices_are_sorted=indices_are_sorted,
                   unique_indices=unique_indices, mode=jmode)
     lowering.__name__ = op.__name__
     return lowering
 
 
-def _scatter_last_wins(operand, indices, updates, jdn, jmode):
+def _scatter_last_wins(operand, indices, updates, dn, jdn, jmode):
     """lax.scatter where the last of the updates to one element wins, on any platform.
 
     Each update window gets an ordinal (1, 2, ... in the order of the scatter dims);
@@ -78,15 +81,9 @@ def _scatter_last_wins(operand, indices, updates, jdn, jmode):
     ids = jnp.broadcast_to(ids, u_shape)
     winners = lax.scatter_max(jnp.zeros(operand.shape, jnp.int32), indices, ids, jdn,
                               mode=jmode)
-    window = iter(u_shape[d] for d in jdn.update_window_dims)
-    sizes = tuple(1 if d in jdn.inserted_window_dims or d in jdn.operand_batching_dims
-                  else next(window) for d in range(operand.ndim))
-    gdn = lax.GatherDimensionNumbers(
-        offset_dims=jdn.update_window_dims, collapsed_slice_dims=jdn.inserted_window_dims,
-        start_index_map=jdn.scatter_dims_to_operand_dims,
-        operand_batching_dims=jdn.operand_batching_dims,
-        start_indices_batching_dims=jdn.scatter_indices_batching_dims)
-    won = lax.gather(winners, indices, gdn, sizes, mode=jmode, fill_value=0) == ids
+    gdn, sizes = ix.inverse_gather_dims(dn, u_shape, operand.ndim)     # as the JVP reads
+    won = lax.gather(winners, indices, _jax_gather_dims(gdn), sizes, mode=jmode,
+                     fill_value=0) == ids
     dtype = operand.dtype
     as_sum = dtype == np.bool_                            # bool: added as uint8
     if as_sum:
