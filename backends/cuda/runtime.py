@@ -166,14 +166,14 @@ def launch(kernel, threads: int, *args) -> None:
     if threads <= 0:
         return
     tpb = min(THREADS_PER_BLOCK, threads)
-    key = (kernel, (threads + tpb - 1) // tpb, tpb)
+    blocks = (threads + tpb - 1) // tpb
     if SIMULATOR:                       # its kernel[...] reconfigures and returns the kernel
-        return kernel[key[1], tpb](*args)
-    run = _LAUNCHERS.get(key)
+        return kernel[blocks, tpb](*args)
+    run = _LAUNCHERS.get((kernel, blocks, tpb))
     if run is None:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", ".*Grid size .* GPU under-utilization")
-            run = _LAUNCHERS[key] = kernel[key[1], tpb]
+            run = _LAUNCHERS[kernel, blocks, tpb] = kernel[blocks, tpb]
     run(*args)
 
 
