@@ -43,13 +43,7 @@ else:
     import fnad as lib, fnad.numpy as jnp
     nn, jit = lib.nn, lib.jit
     import numba  # noqa: F401  (imported by the backend on first use; outside the clock)
-rng = np.random.default_rng(0)
-params = g.init_params(rng)
-tokens = rng.integers(0, g.VOCAB, (g.BATCH, g.SEQ + 1)).astype(np.int32)
-params = lib.tree_util.tree_map(jnp.asarray, params)
-opt = {{"m": lib.tree_util.tree_map(jnp.zeros_like, params),
-       "v": lib.tree_util.tree_map(jnp.zeros_like, params), "t": jnp.asarray(0, jnp.int32)}}
-tokens = jnp.asarray(tokens)
+params, opt, tokens = g.start(lib, jnp, *g.inputs())
 step = jit(g.make_step(lib, jnp, nn))
 t0 = time.perf_counter()
 out = step(params, opt, tokens)

@@ -193,14 +193,26 @@ def run_torch(torch, params, tokens, device="cpu"):
     return cold, one, state, float(out[2])
 
 
-def run(lib, jnp, nn, params, tokens, jit):
-    """(first call, compiled code ready, one step, state, first-step loss): `one()` runs a
-    step from `state` and leaves the new parameters, optimizer state and loss there."""
+def inputs(seed: int = 0) -> tuple[dict, np.ndarray]:
+    """The step's initial parameters and tokens, NumPy arrays (the same in every script)."""
+    rng = np.random.default_rng(seed)
+    params = init_params(rng)
+    return params, rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
+
+
+def start(lib, jnp, params, tokens) -> tuple:
+    """(parameters, AdamW state, tokens) as `lib`'s arrays: the step's first arguments."""
     params = lib.tree_util.tree_map(jnp.asarray, params)
     opt = {"m": lib.tree_util.tree_map(jnp.zeros_like, params),
            "v": lib.tree_util.tree_map(jnp.zeros_like, params),
            "t": jnp.asarray(0, jnp.int32)}
-    tokens = jnp.asarray(tokens)
+    return params, opt, jnp.asarray(tokens)
+
+
+def run(lib, jnp, nn, params, tokens, jit):
+    """(first call, compiled code ready, one step, state, first-step loss): `one()` runs a
+    step from `state` and leaves the new parameters, optimizer state and loss there."""
+    params, opt, tokens = start(lib, jnp, params, tokens)
     step = jit(make_step(lib, jnp, nn))
     t0 = time.perf_counter()
     out = step(params, opt, tokens)
@@ -245,9 +257,7 @@ def main(argv=None) -> None:
                         help="leave this implementation out")
     args = parser.parse_args(argv)
     n_rounds = args.rounds
-    rng = np.random.default_rng(0)
-    params = init_params(rng)
-    tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
+    params, tokens = inputs()
     rows, steps, states, first = [], {}, {}, {}
     jax = None if "jax" in args.without else optional("jax")
     if jax is not None:

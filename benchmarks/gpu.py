@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 from _common import header, optional, ratio, rounds, table
-from gpt_step import BATCH, SEQ, VOCAB, WARMUP, init_params, run, run_torch
+from gpt_step import WARMUP, inputs, run, run_torch
+from jit_elementwise import chain   # (which turns the numba backend's background compile off)
 
 import fnad
 import fnad.numpy as fnp
@@ -27,12 +28,6 @@ from fnad.config import config
 
 ROUNDS = 20
 N = 1000                                        # the elementwise cases' arrays are N x N
-
-
-def chain(np_mod):
-    def f(a, b, c):
-        return np_mod.tanh(a * b + c) * 0.5 + c / (1 + np_mod.exp(-a))
-    return f
 
 
 def softmax_rows(np_mod):
@@ -123,9 +118,7 @@ def elementwise(jax, torch, n_rounds: int) -> list:
 
 def gpt(jax, torch, n_rounds: int) -> tuple[list, dict, dict]:
     """(rows, first-step losses, last losses) of the GPT step on every implementation."""
-    rng = np.random.default_rng(0)
-    params = init_params(rng)
-    tokens = rng.integers(0, VOCAB, (BATCH, SEQ + 1)).astype(np.int32)
+    params, tokens = inputs()
     rows, steps, states, first = [], {}, {}, {}
     for be in fnad_backends(jax):
         name = f"fnad.jit ({be})"

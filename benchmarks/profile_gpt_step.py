@@ -10,7 +10,6 @@ import collections
 import linecache
 import sys
 
-import numpy as np
 from line_profiler import LineProfiler
 
 import fnad
@@ -39,11 +38,7 @@ def main() -> None:
         return wrapped
     codegen.load_driver = load_driver
 
-    rng = np.random.default_rng(0)
-    params = fnad.tree_util.tree_map(fnp.asarray, g.init_params(rng))
-    tokens = fnp.asarray(rng.integers(0, g.VOCAB, (g.BATCH, g.SEQ + 1)).astype(np.int32))
-    opt = {"m": fnad.tree_util.tree_map(fnp.zeros_like, params),
-           "v": fnad.tree_util.tree_map(fnp.zeros_like, params), "t": fnp.asarray(0, np.int32)}
+    params, opt, tokens = g.start(fnad, fnp, *g.inputs())
     step = fnad.jit(g.make_step(fnad, fnp, fnad.nn))
     for _ in range(3):
         fnad.block_until_ready(step(params, opt, tokens))

@@ -19,22 +19,10 @@ import cProfile
 import pstats
 import time
 
-import numpy as np
 
 import fnad
 import fnad.numpy as fnp
 from fnad.config import config
-
-
-def _inputs(g, backend):
-    rng = np.random.default_rng(0)
-    with config.override(jax_default_backend=backend):
-        params = fnad.tree_util.tree_map(fnp.asarray, g.init_params(rng))
-        tokens = fnp.asarray(rng.integers(0, g.VOCAB, (g.BATCH, g.SEQ + 1)).astype(np.int32))
-        opt = {"m": fnad.tree_util.tree_map(fnp.zeros_like, params),
-               "v": fnad.tree_util.tree_map(fnp.zeros_like, params),
-               "t": fnp.asarray(0, np.int32)}
-    return params, opt, tokens
 
 
 def time_program_steps(program, rt):
@@ -84,7 +72,8 @@ def main(argv=None) -> None:
             print(f"no CUDA GPU here, nothing to profile: {e}")
             return
         seconds, counts, on = time_program_steps(program, rt)
-    params, opt, tokens = _inputs(g, backend)
+    with config.override(jax_default_backend=backend):          # made on `backend`
+        params, opt, tokens = g.start(fnad, fnp, *g.inputs())
     step = fnad.jit(g.make_step(fnad, fnp, fnad.nn), backend=backend)
     cold = cProfile.Profile() if args.cold else None
     t0 = time.perf_counter()
@@ -117,10 +106,7 @@ def main(argv=None) -> None:
         jax = __import__("jax")
         import jax.numpy as jjnp
         jstep = jax.jit(g.make_step(jax, jjnp, jax.nn))
-        jp = jax.tree_util.tree_map(jjnp.asarray, g.init_params(np.random.default_rng(0)))
-        jo = {"m": jax.tree_util.tree_map(jjnp.zeros_like, jp),
-              "v": jax.tree_util.tree_map(jjnp.zeros_like, jp), "t": jjnp.asarray(0)}
-        jt = jjnp.asarray(np.asarray(tokens))
+        jp, jo, jt = g.start(jax, jjnp, *g.inputs())
         jax.block_until_ready(jstep(jp, jo, jt))
         t0 = time.perf_counter()
         for _ in range(args.steps):
