@@ -89,7 +89,7 @@ def wait_compiled(jitted, *args) -> float:
     if lower is None or not hasattr(jitted, "_fast"):          # not an fnad.jit function
         return 0.0
     t0 = time.perf_counter()
-    wait = getattr(lower(*args).compile(), "wait", None)
+    wait = getattr(lower(*args).compile().runtime_executable(), "wait", None)
     if wait is not None:
         wait()
     return time.perf_counter() - t0

@@ -13,9 +13,10 @@ from fnad import primitives  # noqa: F401
 from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
 from fnad.batching import vmap
 from fnad.jacobians import hessian, jacfwd, jacrev
-from fnad.jit import jit
+from fnad.jit import clear_caches, jit
 from fnad.custom import custom_jvp, custom_vjp
-from fnad.devices import block_until_ready, default_backend, device_put, devices
+from fnad.devices import (block_until_ready, default_backend, default_device,  # noqa: F401
+                          device_count, device_put, devices, local_device_count, local_devices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import eval_shape, make_jaxpr
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
@@ -23,7 +24,8 @@ from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint",
-           "checkpoint_policies", "config", "custom_jvp", "custom_vjp", "default_backend",
-           "device_put", "devices", "disable_jit", "eval_shape", "grad", "hessian", "jacfwd",
-           "jacrev", "jit", "jvp", "linearize", "make_jaxpr", "remat", "stop_gradient",
-           "value_and_grad", "vjp", "vmap"]
+           "checkpoint_policies", "clear_caches", "config", "custom_jvp", "custom_vjp",
+           "default_backend", "default_device", "device_count", "device_put", "devices",
+           "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
+           "linearize", "local_device_count", "local_devices", "make_jaxpr", "remat",
+           "stop_gradient", "value_and_grad", "vjp", "vmap"]

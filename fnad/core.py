@@ -663,6 +663,19 @@ class Array:
         self._backend.block_until_ready(self._value)
         return self
 
+    def devices(self) -> set:
+        """The set of Devices the array is on (one: fnad does not shard)."""
+        return {self.device}
+
+    @property
+    def device(self):
+        """The Device the array is on (fnad.devices.Device)."""
+        from fnad.devices import device_of
+        return device_of(self)
+
+    def copy_to_host_async(self) -> None:
+        """Accepted as in JAX; `np.asarray(x)` copies when it is called (a no-op here)."""
+
     def __bool__(self):
         return bool(np.asarray(self))
 

@@ -1,14 +1,20 @@
 """fnad.devices: where arrays live — `devices`, `default_backend`, `device_put`,
-`block_until_ready`.
+`block_until_ready`, `default_device`, `device_count`, `local_devices`.
 
 fnad's unit of placement is the backend: an Array holds one backend's buffer (NumPy
 memory for `numpy` and `numba`, a jax array for `xla`, ...). A Device names a backend
-(and, for xla, the jax device behind it). `device_put(x, "xla")` moves every leaf of a
-pytree there; eager operations run on their operands' backend; `jit(f, backend=...)`
-compiles for one.
+(and, for xla, the jax device behind it) and its platform. `device_put(x, "xla")` moves
+every leaf of a pytree there; eager operations run on their operands' backend;
+`jit(f, backend=...)` compiles for one.
+
+Where JAX code names a platform ("cpu", "gpu") instead of a backend, `backend_for` picks
+the backend: the one in use (the eager default, or the jit default for `jit`) when it runs
+on that platform, else the first that does, xla first (JAX's own runtime).
 """
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,7 +23,10 @@ from fnad import core, tree_util
 from fnad.config import config
 from fnad.core import Array
 
-__all__ = ["Device", "block_until_ready", "default_backend", "device_put", "devices"]
+__all__ = ["Device", "backend_for", "block_until_ready", "default_backend", "default_device",
+           "device_count", "device_put", "devices", "local_device_count", "local_devices"]
+
+PLATFORMS = ("cpu", "gpu", "metal")
 
 
 class Device:
@@ -42,16 +51,31 @@ class Device:
 
 
 def devices(backend: str | None = None) -> list[Device]:
-    """The devices of `backend` (default: every backend that loads here, e.g. numpy,
-    numba, and xla when jax is installed)."""
-    from fnad.backends import backend_names, get_backend
-    names = [backend] if backend is not None else backend_names()
+    """The devices of `backend`, a backend name or a platform ("cpu", "gpu"); default:
+    every backend that loads here (e.g. numpy, numba, and xla when jax is installed). A
+    platform lists the devices of every backend on it, the default backend's first."""
+    from fnad.backends import backend_names
+    if backend in PLATFORMS:
+        names = _preferred(default_backend(), config.jax_jit_backend)
+        found = [d for d in _devices_of(names, quiet=True) if d.platform == backend]
+        if not found:
+            raise RuntimeError(_no_platform(backend))
+        return found
+    if backend is not None and backend not in backend_names():
+        raise ValueError(f"unknown backend {backend!r}; known backends: {backend_names()}, "
+                         f"or a platform: {list(PLATFORMS)}")
+    return _devices_of([backend] if backend is not None else backend_names(),
+                       quiet=backend is None)
+
+
+def _devices_of(names: list, quiet: bool) -> list[Device]:
+    from fnad.backends import get_backend
     out = []
     for name in names:
         try:
             module = get_backend(name)
         except ImportError:
-            if backend is not None:
+            if not quiet:
                 raise
             continue
         native = getattr(module, "devices", None)        # xla: jax's devices
@@ -60,6 +84,94 @@ def devices(backend: str | None = None) -> list[Device]:
         else:
             out.extend(Device(name, d.platform, i) for i, d in enumerate(native()))
     return out
+
+
+def _preferred(*first: str) -> list[str]:
+    """Backend names in the order a platform is matched: `first`, xla, then the rest."""
+    from fnad.backends import backend_names
+    names = backend_names()
+    order = [*first, "xla"] + names
+    return [n for i, n in enumerate(order) if n in names and n not in order[:i]]
+
+
+def _no_platform(platform: str) -> str:
+    return (f"no {platform} device: no backend that loads here runs on {platform!r} (fnad's "
+            f"backends: xla runs where jax has a {platform} device, cuda needs numba-cuda and "
+            f"an NVIDIA GPU)")
+
+
+def backend_for(name: str, *, jit: bool = False) -> str:
+    """The backend a backend name or platform ("cpu", "gpu") stands for: the name itself,
+    or for a platform the default backend (`jax_jit_backend` when `jit`, else the eager
+    default) when it runs there, else the first backend that does (xla first)."""
+    from fnad.backends import backend_names
+    if name in backend_names():
+        return name
+    if name not in PLATFORMS:
+        raise ValueError(f"unknown backend {name!r}; known backends: {backend_names()}, or a "
+                         f"platform: {list(PLATFORMS)}")
+    first = config.jax_jit_backend if jit else default_backend()
+    for candidate in _preferred(first):
+        try:
+            if any(d.platform == name for d in _devices_of([candidate], quiet=False)):
+                return candidate
+        except ImportError:
+            continue
+    raise RuntimeError(_no_platform(name))
+
+
+def device_of(x: Array) -> Device:
+    """The Device an Array's buffer is on."""
+    module = x._backend
+    native = getattr(module, "devices", None)
+    if native is None:
+        return Device(module.name, "cpu")
+    found = native()
+    index = 0
+    on = getattr(x._value, "devices", None)             # a jax array knows its device
+    if callable(on) and len(found) > 1:
+        here = next(iter(on()))
+        index = next((i for i, d in enumerate(found) if d == here), 0)
+    return Device(module.name, found[index].platform, index)
+
+
+def device_count(backend: str | None = None) -> int:
+    """How many devices `backend` (a name or platform; default: the default backend) has:
+    1 for every backend but xla on a machine with several accelerators."""
+    return len(devices(backend or default_backend()))
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """`device_count`: fnad runs in one process."""
+    return device_count(backend)
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None) -> list:
+    """`devices(backend)`: fnad runs in one process (`process_index` 0 or None)."""
+    if process_index not in (None, 0):
+        raise ValueError(f"local_devices: fnad runs in one process; process_index must be 0, "
+                         f"got {process_index!r}")
+    return devices(backend)
+
+
+@contextlib.contextmanager
+def default_device(device: Device | str | None) -> Iterator[None]:
+    """Context manager, as `jax.default_device`: new arrays go to `device` (a Device, a
+    backend name or a platform) and jit compiles for its backend, restored on exit. A
+    device of the `numpy` backend (the interpreter) leaves jit on its default; one of
+    `numba` makes new arrays NumPy-backed (numba's arrays are the numpy backend's).
+    None leaves both as they are."""
+    if device is None:
+        yield
+        return
+    name = device.backend if isinstance(device, Device) else backend_for(str(device))
+    from fnad.backends import get_backend
+    home = getattr(get_backend(name), "eager_backend", None)
+    options = {"jax_default_backend": home.name if home is not None else name}
+    if name != "numpy":
+        options["jax_jit_backend"] = name
+    with config.override(**options):
+        yield
 
 
 def default_backend() -> str:
@@ -74,7 +186,7 @@ def _backend_of(device) -> Any:
     if isinstance(device, Device):
         return get_backend(device.backend)
     if isinstance(device, str):
-        return get_backend(device)
+        return get_backend(backend_for(device))
     raise TypeError(f"device_put: expected a backend name or an fnad Device, got "
                     f"{type(device).__name__}")
 

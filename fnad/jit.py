@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ from fnad.partial_eval import (Split, forward_known_rule, out_map, partial_eval_
                                split_rules)
 from fnad.tracing import shaped_abstractify, trace_to_subjaxpr
 
-__all__ = ["jit", "Lowered"]
+__all__ = ["Compiled", "Lowered", "Traced", "clear_caches", "jit"]
 
 logger = logging.getLogger("fnad.jit")
 
@@ -164,6 +165,16 @@ batch_rules[jit_p] = jit_batch
 
 
 # ---- the user API --------------------------------------------------------------------------
+_ALL: weakref.WeakSet = weakref.WeakSet()          # every JitWrapped, for clear_caches
+
+
+def clear_caches() -> None:
+    """Forget every jitted function's traces and compiled programs, as `jax.clear_caches`:
+    the next call traces and compiles again (compiled kernels on disk stay there, so the
+    numba backend reloads them)."""
+    for wrapped in list(_ALL):
+        wrapped.clear_cache()
+
 class _Entry:
     """One traced program: the optimized jaxpr, its hoisted constants, the output tree."""
 
@@ -191,24 +202,41 @@ class _Entry:
         return placed
 
 
-class Lowered:
-    """What `jit(f).lower(*args)` returns: the optimized jaxpr and the backend's code."""
+class _Stage:
+    """What the stages of `jit(f)` for one argument signature share (JAX's
+    `jax.stages`): the optimized program (`jaxpr`), the backend, and the pytrees and avals
+    of the dynamic arguments (`in_tree`, `in_avals`) and of the outputs (`out_tree`,
+    `out_info`)."""
 
-    def __init__(self, closed: ClosedJaxpr, backend_name: str, name: str):
-        self.jaxpr = closed
-        self.backend = backend_name
-        self.name = name
+    def __init__(self, entry: _Entry, backend_name: str, name: str, in_tree, in_avals):
+        self._entry = entry
+        self.jaxpr: ClosedJaxpr = entry.closed
+        self.backend, self.fun_name = backend_name, name
+        self.in_tree, self.out_tree = in_tree, entry.out_tree
+        self._flat_in_avals = tuple(in_avals)
 
-    def compile(self):
-        return compiled_for(self.jaxpr, _backend(self.backend))
+    @property
+    def name(self) -> str:
+        return self.fun_name
+
+    @property
+    def in_avals(self):
+        """The (args, kwargs) pytree of the dynamic arguments' avals."""
+        return tree_util.tree_unflatten(self.in_tree, list(self._flat_in_avals))
+
+    @property
+    def out_info(self):
+        """The outputs' pytree of ShapeDtypeStructs."""
+        return tree_util.tree_unflatten(self.out_tree, [
+            core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in self.jaxpr.out_avals])
 
     @property
     def source(self) -> str | None:
         """The generated source of codegen backends (None for interpreting backends)."""
-        return getattr(self.compile(), "source", None)
+        return getattr(compiled_for(self.jaxpr, _backend(self.backend)), "source", None)
 
     def as_text(self) -> str:
-        text = f"# {self.name} on the {self.backend} backend\n{self.jaxpr}"
+        text = f"# {self.fun_name} on the {self.backend} backend\n{self.jaxpr}"
         src = self.source
         return text + (f"\n\n# generated code\n{src}" if src else "")
 
@@ -217,6 +245,65 @@ class Lowered:
 
     def _repr_pretty_(self, p, cycle):
         p.text(self.as_text())
+
+    def _next(self, cls):
+        return cls(self._entry, self.backend, self.fun_name, self.in_tree, self._flat_in_avals)
+
+
+class Traced(_Stage):
+    """What `jit(f).trace(*args)` returns: the program traced at these arguments' types.
+    Its `jaxpr` is already optimized (fnad's jit optimizes before it caches a trace, where
+    JAX's Traced holds the jaxpr as traced); `lower()` is the next stage."""
+
+    def lower(self) -> Lowered:
+        return self._next(Lowered)
+
+
+class Lowered(_Stage):
+    """What `jit(f).lower(*args)` returns: the optimized jaxpr and the backend's code
+    (`as_text()`, `source`); `compile()` gives the `Compiled` to call."""
+
+    def compile(self) -> Compiled:
+        return self._next(Compiled)
+
+
+class Compiled(_Stage):
+    """What `jit(f).lower(*args).compile()` returns: the program compiled for the lowered
+    arguments' types. Call it as the jitted function less its static arguments (JAX's AOT
+    rule): the same pytree structure, the same shapes and dtypes, else a TypeError.
+    `runtime_executable()` is the backend's own program (raw buffers in, a list out);
+    `as_text()` adds the StableHLO on the xla backend."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self._executable = compiled_for(self.jaxpr, _backend(self.backend))
+
+    def runtime_executable(self):
+        return self._executable
+
+    def as_text(self) -> str:
+        text = super().as_text()
+        hlo = getattr(self._executable, "lowered_text", None)
+        return text + (f"\n\n# lowered for XLA\n{hlo}" if hlo else "")
+
+    def __call__(self, *args, **kwargs):
+        flat, tree = tree_util.tree_flatten((args, kwargs))
+        if tree != self.in_tree:
+            raise TypeError(f"{self.fun_name} was compiled for arguments (args, kwargs) "
+                            f"structured as {self.in_tree}, static arguments left out, but "
+                            f"was called with {tree}")
+        bad = [f"argument {i} compiled for {e.str_short()}, called with {a.str_short()}"
+               for i, (x, e) in enumerate(zip(flat, self._flat_in_avals))
+               if ((a := shaped_abstractify(x)).shape, a.dtype) != (e.shape, e.dtype)]
+        if bad:
+            raise TypeError(f"{self.fun_name}: the argument types differ from those it was "
+                            f"compiled for: {'; '.join(bad)}")
+        consts = self._entry.consts
+        if core._state.trace is core.eval_trace and consts:
+            consts = self._entry.consts_on(_backend(self.backend))
+        outs = jit_p.bind(*consts, *flat, jaxpr=self.jaxpr, name=self.fun_name,
+                          backend=self.backend)
+        return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 class JitWrapped:
@@ -235,6 +322,7 @@ class JitWrapped:
         self._last_key = None
         self._named_nums: set[int] = set()          # static positions that have a name
         self.__name__ = getattr(fun, "__name__", "fun")
+        _ALL.add(self)
 
     def __get__(self, obj, objtype=None):                 # jit on methods
         return self if obj is None else functools.partial(self, obj)
@@ -276,7 +364,7 @@ class JitWrapped:
         key = (in_tree, avals, statics, backend, config.values())
         entry = self._cache.get(key)
         if entry is not None:
-            return entry, flat
+            return entry, flat, in_tree, avals
         if config.jax_log_compiles:
             logger.warning("Compiling %s for %s%s", self.__name__,
                            ", ".join(a.str_short() for a in avals),
@@ -303,7 +391,7 @@ class JitWrapped:
         entry = _Entry(closed, consts, out_tree_box[0])
         if not any(isinstance(c, Tracer) for c in consts):   # closure over a tracer: no cache
             self._cache[key] = entry
-        return entry, flat
+        return entry, flat, in_tree, avals
 
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
@@ -332,7 +420,7 @@ class JitWrapped:
                         return Array(fn(*consts, *vals)[0], out_avals[0], be)
                     outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
                     return tree_util.tree_unflatten(out_tree, outs)
-        entry, flat = self._entry(args, kwargs)
+        entry, flat, _, _ = self._entry(args, kwargs)
         consts = entry.consts
         if core._state.trace is core.eval_trace and consts:
             consts = entry.consts_on(_backend(self.backend))
@@ -361,15 +449,18 @@ class JitWrapped:
         self._fast[key] = (fn, consts, _home(be), entry.closed.out_avals,
                            None if single else entry.out_tree)
 
+    def trace(self, *args, **kwargs) -> Traced:
+        """The program traced (and optimized) at these arguments' types, without running
+        it; static arguments are given as in a call."""
+        entry, _, in_tree, avals = self._entry(args, kwargs)
+        return Traced(entry, self.backend or config.jax_jit_backend, self.__name__, in_tree,
+                      avals)
+
     def lower(self, *args, **kwargs) -> Lowered:
-        entry, _ = self._entry(args, kwargs)
-        return Lowered(entry.closed, self.backend or config.jax_jit_backend, self.__name__)
+        return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
-        entry, _ = self._entry(args, kwargs)
-        shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
-                  for a in entry.closed.out_avals]
-        return tree_util.tree_unflatten(entry.out_tree, shapes)
+        return self.trace(*args, **kwargs).out_info
 
 
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -422,8 +513,11 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
 
     As jax.jit: static_argnums/static_argnames are Python values baked into the trace
     (they must be hashable); donate_argnums is accepted (buffers are not reused yet);
-    `backend` picks the backend ("numba", "numpy", "xla", ...), default
-    `config.jax_jit_backend`. Usable as a decorator with or without arguments.
+    `backend` picks the backend ("numba", "numpy", "xla", ...; a platform, "cpu" or
+    "gpu", picks one that runs there: fnad.devices.backend_for), default
+    `config.jax_jit_backend`; `device` (an fnad Device) picks its backend. Usable as a
+    decorator with or without arguments; `.trace`/`.lower(*args)` and `.compile()` are the
+    ahead-of-time stages.
     """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
@@ -445,11 +539,18 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                    and pos.index(n) not in nums)
     except (TypeError, ValueError):
         pos = []
+    if device is not None:
+        if backend is not None:
+            raise ValueError(f"jit: pass backend= or device=, not both (got backend={backend!r}"
+                             f" and device={device!r})")
+        from fnad.devices import Device
+        backend = device.backend if isinstance(device, Device) else device
     if backend is not None:
-        from fnad.backends import backend_names
-        if backend not in backend_names():
-            raise ValueError(f"jit: unknown backend {backend!r}; known backends: "
-                             f"{backend_names()}")
+        from fnad.devices import backend_for
+        try:
+            backend = backend_for(backend, jit=True)
+        except ValueError as e:
+            raise ValueError(f"jit: {e}") from None
     wrapped = JitWrapped(fun, nums, names, _as_tuple(donate_argnums, "donate_argnums"), backend)
     wrapped._named_nums = {i for i in nums if 0 <= i < len(pos)}
     return wrapped

@@ -336,7 +336,7 @@ def test_kernels_run_at_the_signatures_recorded_for_the_compile_children():
     y.flags.writeable = False
     fn = numba_jit(f)
     assert_same(fn(x, y), eager(f, x, y))
-    comp = fn.lower(x, y).compile()
+    comp = fn.lower(x, y).compile().runtime_executable()
     assert comp._signatures
     for kernel in comp._kernels:
         recorded = {precompile.numba_signature(spec)

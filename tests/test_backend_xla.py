@@ -452,7 +452,9 @@ def test_matmul_precision_setting_reaches_xla(setting, want):
     import re
     a = on(XLA, r(4, 4))
     with config.override(jax_default_matmul_precision=setting):
-        text = fnad.jit(lambda x: x @ x, backend="xla").lower(a).compile().lowered_text
+        compiled = fnad.jit(lambda x: x @ x, backend="xla").lower(a).compile()
+        text = compiled.runtime_executable().lowered_text
+        assert text in compiled.as_text()                # after the jaxpr
         out = fnad.jit(lambda x: x @ x, backend="xla")(a)
     assert re.findall(r"precision = \[([A-Z]+), ([A-Z]+)\]", text) == [(want, want)]
     np.testing.assert_allclose(np.asarray(out), np.asarray(a) @ np.asarray(a), rtol=1e-5)

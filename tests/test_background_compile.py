@@ -53,7 +53,7 @@ def test_runs_interpreted_then_loads_what_the_child_compiled(fresh_cache):
     f = program(1.2345)
     jf = fnad.jit(f)
     first = np.asarray(jf(X))
-    comp = jf.lower(X).compile()
+    comp = jf.lower(X).compile().runtime_executable()
     np.testing.assert_allclose(first, eager(f, X), rtol=1e-6, atol=1e-6)
     assert comp._signatures, "the code generator recorded no kernel signatures"
     comp.wait()
@@ -79,7 +79,7 @@ def test_child_imports_the_installed_fnad_from_any_working_directory(fresh_cache
     (work / "fnad" / "__init__.py").write_text("raise ImportError('the checkout, not fnad')\n")
     monkeypatch.chdir(work)
     f = program(0.75)
-    comp = fnad.jit(f).lower(X).compile()
+    comp = fnad.jit(f).lower(X).compile().runtime_executable()
     assert comp._signatures
     proc = precompile.start(fresh_cache, comp._signatures)
     assert proc.wait(timeout=300) == 0
@@ -91,7 +91,7 @@ def test_compiles_in_the_foreground_when_off(fresh_cache):
     jf = fnad.jit(f)
     with config.override(jax_background_compile=False):
         out = np.asarray(jf(X))
-        comp = jf.lower(X).compile()
+        comp = jf.lower(X).compile().runtime_executable()
     assert comp._job is None and comp._checked
     assert all(k.signatures for k in comp._kernels)
     assert precompile.markers_present(fresh_cache, comp._signatures)   # for the next process
@@ -105,7 +105,7 @@ def test_a_failed_child_falls_back_to_compiling_here(fresh_cache, monkeypatch):
     f = program(3.4567)
     jf = fnad.jit(f)
     np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
-    comp = jf.lower(X).compile()
+    comp = jf.lower(X).compile().runtime_executable()
     comp.wait()
     with pytest.warns(RuntimeWarning, match="compiling kernels exited with code 3"):
         out = np.asarray(jf(X))
@@ -124,7 +124,7 @@ def test_kernels_compile_in_parallel_children_in_the_background(fresh_cache, mon
     f = two_kernel_program(4.5678)
     jf = fnad.jit(f)
     np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
-    comp = jf.lower(X).compile()
+    comp = jf.lower(X).compile().runtime_executable()
     assert len(comp._signatures) == 2 and len(comp._job.procs) == 2
     comp.wait()
     np.testing.assert_allclose(np.asarray(jf(X)), eager(f, X), rtol=1e-6, atol=1e-6)
@@ -142,7 +142,7 @@ def test_the_foreground_compile_waits_for_parallel_children(fresh_cache, monkeyp
     jf = fnad.jit(f)
     with config.override(jax_background_compile=False):
         out = np.asarray(jf(X))
-        comp = jf.lower(X).compile()
+        comp = jf.lower(X).compile().runtime_executable()
     np.testing.assert_allclose(out, eager(f, X), rtol=1e-6, atol=1e-6)
     assert [len(job.procs) for job in started] == [2] and started[0].returncode == 0
     assert comp._checked and comp._job is None and comp._interp is None   # never interpreted

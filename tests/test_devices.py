@@ -42,3 +42,55 @@ def test_transfer_to_xla_and_back():
     assert g.backend == "xla" and g.tolist() == [0.0, 2.0, 4.0, 6.0]
     with pytest.raises(ValueError, match="different backends"):
         on_xla + fnad.device_put(jnp.ones(4), "numba")     # two non-host backends
+
+
+def test_array_device_and_counts():
+    x = jnp.arange(3.0)
+    assert x.device == fnad.devices("numpy")[0] and x.devices() == {x.device}
+    assert fnad.jit(lambda v: v * 2)(x).device.backend == "numpy"   # numba's: NumPy buffers
+    assert x.copy_to_host_async() is None
+    assert fnad.device_count() == 1 == fnad.local_device_count()
+    assert fnad.local_devices() == fnad.devices()
+    with pytest.raises(ValueError, match="one process"):
+        fnad.local_devices(process_index=1)
+
+
+def test_platform_names():
+    cpu = fnad.devices("cpu")
+    assert [d.backend for d in cpu[:2]] == ["numpy", "numba"]       # eager default, jit's
+    assert all(d.platform == "cpu" for d in cpu)
+    assert fnad.device_put(np.ones(2), "cpu").backend == "numpy"
+    assert fnad.device_count("cpu") == len(cpu)
+    with pytest.raises(ValueError, match="unknown backend 'tpu'.*platform"):
+        fnad.devices("tpu")
+
+
+def test_no_gpu_platform_is_a_clear_error():
+    if any(d.platform == "gpu" for d in fnad.devices()):
+        pytest.skip("this machine has a GPU backend: the error is for machines without one")
+    with pytest.raises(RuntimeError, match="no gpu device"):
+        fnad.devices("gpu")
+    with pytest.raises(RuntimeError, match="no gpu device"):
+        fnad.jit(lambda v: v, backend="gpu")
+
+
+def test_default_device_context():
+    numba_device = fnad.devices("numba")[0]
+    with fnad.default_device(numba_device):
+        assert jnp.ones(2).backend == "numpy"            # numba's arrays are NumPy-backed
+        assert fnad.config.jax_jit_backend == "numba"
+    with fnad.default_device(fnad.devices("numpy")[0]):
+        assert fnad.config.jax_jit_backend == "numba"    # the interpreter is not picked
+    with fnad.default_device(None):
+        assert fnad.default_backend() == "numpy"
+
+
+def test_default_device_on_xla():
+    pytest.importorskip("jax", reason="the xla backend needs jax")
+    xla_device = fnad.devices("xla")[0]
+    with fnad.default_device(xla_device):
+        x = jnp.arange(3.0)
+        assert x.backend == "xla" and x.device == xla_device
+        assert fnad.jit(lambda v: v + 1)(x).backend == "xla"
+    assert fnad.default_backend() == "numpy" and fnad.config.jax_jit_backend == "numba"
+    assert jnp.ones(2).backend == "numpy"

@@ -177,7 +177,86 @@ def test_lower_shows_the_jaxpr():
     lowered = fnad.jit(lambda x: jnp.exp(x) + 1.0).lower(jnp.ones(3))
     text = lowered.as_text()
     assert "exp" in text and "f32[3]" in text
-    assert lowered.compile()(np.zeros(3, np.float32))[0].tolist() == [2.0, 2.0, 2.0]
+    program = lowered.compile().runtime_executable()       # the backend's, on raw buffers
+    assert program(np.zeros(3, np.float32))[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def _aot_fun(x, n, scale=1.0):
+    return {"y": x * n + scale, "n": n}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ahead_of_time_stages(backend):
+    """trace -> lower -> compile as in JAX: the Compiled is called without the static
+    arguments, with the pytree and the types it was lowered for."""
+    f = fnad.jit(_aot_fun, static_argnums=1, backend=backend)
+    x = jnp.arange(3.0)
+    traced = f.trace(x, 4, scale=2.0)
+    assert "mul" in str(traced.jaxpr) and traced.fun_name == "_aot_fun"
+    assert traced.in_avals[0][0].shape == (3,) and set(traced.in_avals[1]) == {"scale"}
+    assert traced.out_info["y"].shape == (3,) and traced.out_info["y"].dtype == np.float32
+    lowered = traced.lower()
+    assert lowered.backend == backend and "_aot_fun" in lowered.as_text()
+    compiled = lowered.compile()
+    got = compiled(jnp.arange(3.0) + 1.0, scale=np.float32(0.5))
+    want = f(jnp.arange(3.0) + 1.0, 4, scale=np.float32(0.5))
+    _close(got, want)
+    assert got["y"].tolist() == [4.5, 8.5, 12.5] and got["n"] == 4
+    assert "mul" in compiled.as_text()
+    with pytest.raises(TypeError, match="called with"):           # the static one again
+        compiled(x, 4, scale=2.0)
+    with pytest.raises(TypeError, match="structured as"):         # a keyword left out
+        compiled(x)
+    with pytest.raises(TypeError, match=r"argument 0 compiled for f32\[3\], called with "
+                                        r"f32\[4\]"):
+        compiled(jnp.ones(4), scale=2.0)
+    with pytest.raises(TypeError, match="argument 1 compiled for f32"):
+        compiled(x, scale=np.int32(2))
+    assert f.eval_shape(x, 4, scale=2.0)["y"].shape == (3,)
+
+
+def test_ahead_of_time_stages_match_jax():
+    jax = pytest.importorskip("jax", reason="the oracle is jax")
+    import jax.numpy as jjnp
+    x = np.arange(3.0, dtype=np.float32)
+    ours = fnad.jit(_aot_fun, static_argnums=1).lower(x, 4, scale=2.0).compile()
+    theirs = jax.jit(_aot_fun, static_argnums=1).lower(jjnp.asarray(x), 4,
+                                                        scale=2.0).compile()
+    _close(ours(x + 1, scale=np.float32(3.0)), theirs(x + 1, scale=np.float32(3.0)))
+    for bad in (lambda c: c(x, 4, scale=2.0), lambda c: c(x), lambda c: c(x[:2], scale=2.0)):
+        with pytest.raises(TypeError):
+            bad(ours)
+        with pytest.raises(TypeError):
+            bad(theirs)
+
+
+def test_clear_caches_forgets_every_trace():
+    traces = []
+
+    @fnad.jit
+    def f(x):
+        traces.append(1)
+        return x + 1.0
+    g = fnad.jit(lambda x: f(x) * 2.0)
+    x = jnp.ones(3)
+    g(x)
+    f(x)                                      # f's trace inside g's, at the same avals
+    assert len(traces) == 1 and f._cache_size() == 1 and g._cache_size() == 1
+    fnad.clear_caches()
+    assert f._cache_size() == 0 and g._cache_size() == 0
+    assert g(x).tolist() == [4.0, 4.0, 4.0] and len(traces) == 2    # traced again
+
+
+def test_jit_backend_platform_and_device():
+    x = jnp.ones(3)
+    assert fnad.jit(lambda v: v + 1, backend="cpu").lower(x).backend == "numba"
+    numpy_device = fnad.devices("numpy")[0]
+    f = fnad.jit(lambda v: v + 1, device=numpy_device)
+    assert f.lower(x).backend == "numpy" and f(x).tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(ValueError, match="backend= or device=, not both"):
+        fnad.jit(lambda v: v, backend="numba", device=numpy_device)
+    with pytest.raises(ValueError, match="unknown backend 'tpu2'.*platform"):
+        fnad.jit(lambda v: v, backend="tpu2")
 
 
 def test_eval_shape_and_methods():
