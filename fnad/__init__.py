@@ -15,6 +15,7 @@ from fnad.batching import vmap
 from fnad.jacobians import hessian, jacfwd, jacrev
 from fnad.jit import clear_caches, jit
 from fnad.custom import custom_jvp, custom_vjp
+from fnad.callback import pure_callback
 from fnad.devices import (block_until_ready, default_backend, default_device,  # noqa: F401
                           device_count, device_put, devices, local_device_count, local_devices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
@@ -27,5 +28,5 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint",
            "checkpoint_policies", "clear_caches", "config", "custom_jvp", "custom_vjp",
            "default_backend", "default_device", "device_count", "device_put", "devices",
            "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "local_device_count", "local_devices", "make_jaxpr", "remat",
-           "stop_gradient", "value_and_grad", "vjp", "vmap"]
+           "linearize", "local_device_count", "local_devices", "make_jaxpr",
+           "pure_callback", "remat", "stop_gradient", "value_and_grad", "vjp", "vmap"]

@@ -33,7 +33,8 @@ __all__ = ["callback", "print"]
 
 
 class _Callback:
-    """A function taking the flat operand values, as a jaxpr parameter.
+    """A function taking the flat operand values, as a jaxpr parameter (also
+    fnad.callback's; what it returns is the function's result).
 
     Hashed and compared by identity (functions and treedefs are not values a jaxpr can
     compare); `static` holds the leaves that are not arrays (strings...), passed through
@@ -48,12 +49,12 @@ class _Callback:
         self.static = static
         self.name = name
 
-    def __call__(self, *dyn_vals) -> None:
+    def __call__(self, *dyn_vals) -> Any:
         it = iter(dyn_vals)
         n = len(self.static) + len(dyn_vals)
         leaves = [self.static[i] if i in self.static else next(it) for i in range(n)]
         args, kwargs = tree_util.tree_unflatten(self.in_tree, leaves)
-        self.fn(*args, **kwargs)
+        return self.fn(*args, **kwargs)
 
     def __repr__(self):
         return self.name

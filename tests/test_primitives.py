@@ -282,6 +282,7 @@ HIGHER_ORDER_TESTS = {
     "while": "test_control_flow.py", "checkpoint": "test_remat.py", "name": "test_remat.py",
     "custom_jvp_call": "test_custom.py", "custom_vjp_call": "test_custom.py",
     "custom_lin": "test_custom.py", "debug_callback": "test_debug.py", "jit": "test_jit.py",
+    "pure_callback": "test_callback.py",
 }
 
 

@@ -10,6 +10,7 @@ jax control flow or are inlined:
     checkpoint, jit, custom_jvp_call, custom_vjp_call    their jaxpr, inlined
     name             the identity
     debug_callback   jax.debug.callback, handing the callback fnad Arrays (NumPy backend)
+    pure_callback    jax.pure_callback around fnad's eager rule (Arrays in, results checked)
 
 The ClosedJaxpr's consts become device buffers once, passed to the jitted program as
 arguments (not baked into the XLA program as literals).
@@ -126,6 +127,22 @@ def _debug_callback(eqn, ins, *, callback, ordered):
     return []
 
 
+def _pure_callback(eqn, ins, *, callback, result_avals, result_tree, vmap_method):
+    from fnad.backends import get_backend
+    from fnad.callback import pure_callback_eager
+    host = get_backend("numpy")
+    avals = [a.aval for a in eqn.invars]
+    params = dict(callback=callback, result_avals=result_avals, result_tree=result_tree,
+                  vmap_method=vmap_method)
+
+    def on_host(*vals):              # fnad's eager rule: Arrays in, results checked
+        outs = pure_callback_eager(*[core.Array(np.array(v, a.dtype, copy=True), a, host)
+                                     for v, a in zip(vals, avals)], **params)
+        return [np.asarray(o._value) for o in outs]
+    shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in result_avals]
+    return list(jax.pure_callback(on_host, shapes, *ins, vmap_method="sequential"))
+
+
 _higher_order = {
     "cond": _cond,
     "scan": _scan,
@@ -136,6 +153,7 @@ _higher_order = {
     "custom_vjp_call": _inline("call_jaxpr"),
     "name": _name,
     "debug_callback": _debug_callback,
+    "pure_callback": _pure_callback,
 }
 
 

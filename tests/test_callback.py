@@ -1,0 +1,185 @@
+"""fnad.pure_callback: values (jax as the oracle), jit on every backend, dead-code
+elimination, vmap by each vmap_method (a Python loop as the oracle, and the shapes the
+callback sees against jax's), grad's error and custom_jvp, and bad results."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fnad
+import fnad.numpy as jnp
+from fnad.callback import VMAP_METHODS
+
+BACKENDS = ["numpy", "numba", "xla"]
+F32 = np.float32
+X = np.array([0.5, -1.0, 2.0], F32)
+SDS = fnad.ShapeDtypeStruct((3,), jnp.float32)
+
+
+def _host_fn(x, y, *, scale):
+    """Two results from NumPy, as a pytree: {"s": sin(x) * scale + y, "n": sum(x)}."""
+    x, y = np.asarray(x), np.asarray(y)
+    return {"s": np.sin(x) * scale + y, "n": x.sum()}
+
+
+def _uses_callback(x, y):
+    out = fnad.pure_callback(_host_fn, {"s": SDS, "n": fnad.ShapeDtypeStruct((), F32)},
+                             x, y, scale=2.0)
+    return out["s"] * out["n"] + 1.0
+
+
+def _want(x, y):
+    return (np.sin(x) * 2.0 + y) * x.sum() + 1.0
+
+
+def test_eager_and_arguments():
+    seen = []
+
+    def record(a, label):
+        seen.append((type(a), label))
+        return np.asarray(a) * 2
+    out = fnad.pure_callback(record, SDS, jnp.asarray(X), "static")
+    assert out.tolist() == (X * 2).tolist() and out.dtype == np.float32
+    assert seen == [(fnad.Array, "static")]             # Arrays in; other leaves as given
+    np.testing.assert_allclose(_uses_callback(X, X), _want(X, X), rtol=1e-6)
+
+
+def test_matches_jax():
+    jax = pytest.importorskip("jax", reason="the oracle is jax")
+    import jax.numpy as jjnp
+
+    def theirs(x, y):
+        out = jax.pure_callback(_host_fn, {"s": jax.ShapeDtypeStruct((3,), F32),
+                                           "n": jax.ShapeDtypeStruct((), F32)},
+                                x, y, scale=2.0, vmap_method="sequential")
+        return out["s"] * out["n"] + 1.0
+    np.testing.assert_allclose(np.asarray(_uses_callback(X, X + 1)),
+                               np.asarray(jax.jit(theirs)(jjnp.asarray(X), jjnp.asarray(X + 1))),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_under_jit(backend):
+    if backend == "xla":
+        pytest.importorskip("jax", reason="the xla backend needs jax")
+    f = fnad.jit(_uses_callback, backend=backend)
+    np.testing.assert_allclose(np.asarray(f(X, X + 1)), _want(X, X + 1), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(f(X * 2, X)), _want(X * 2, X), rtol=1e-6)
+
+
+def test_staged_and_dropped_when_unused():
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return np.asarray(x) + 1
+
+    def f(x):
+        unused = fnad.pure_callback(counted, SDS, x)     # noqa: F841  pure: dropped
+        return x * 2
+    assert "pure_callback[" in str(fnad.make_jaxpr(
+        lambda x: fnad.pure_callback(counted, SDS, x))(X))
+    assert fnad.jit(f)(X).tolist() == (X * 2).tolist() and calls == []
+    g = fnad.jit(lambda x: fnad.pure_callback(counted, SDS, x) * 3)
+    assert g(X).tolist() == ((X + 1) * 3).tolist() and calls == [1]
+    assert g(X).tolist() == ((X + 1) * 3).tolist() and calls == [1, 1]    # each call
+
+
+def _seen_shapes(method):
+    """vmap over the first argument of a two-argument callback: the result and the shapes
+    each call of the callback got."""
+    seen = []
+
+    def inner(a, b):
+        seen.append((np.shape(a), np.shape(b)))
+        return np.asarray(a) * np.asarray(b)
+
+    def g(a, b):
+        return fnad.pure_callback(inner, SDS, a, b, vmap_method=method)
+    a = np.arange(6, dtype=F32).reshape(3, 2).T              # batch axis 1 of [3, 2]
+    out = fnad.vmap(g, in_axes=(1, None))(a.T, X)
+    return out, seen
+
+
+@pytest.mark.parametrize("method", VMAP_METHODS)
+def test_vmap_methods(method):
+    out, seen = _seen_shapes(method)
+    a = np.arange(6, dtype=F32).reshape(3, 2).T
+    loop = np.stack([a[i] * X for i in range(2)])             # the Python loop's answer
+    np.testing.assert_array_equal(np.asarray(out), loop)
+    want = {"sequential": [((3,), (3,))] * 2, "sequential_unrolled": [((3,), (3,))] * 2,
+            "expand_dims": [((2, 3), (1, 3))], "broadcast_all": [((2, 3), (2, 3))],
+            "legacy_vectorized": [((2, 3), (3,))]}[method]
+    assert seen == want
+
+
+@pytest.mark.parametrize("method", VMAP_METHODS)
+def test_vmap_methods_match_jax(method):
+    jax = pytest.importorskip("jax", reason="the oracle is jax")
+    seen = []
+
+    def inner(a, b):
+        seen.append((np.shape(a), np.shape(b)))
+        return np.asarray(a) * np.asarray(b)
+    a = np.arange(6, dtype=F32).reshape(2, 3)
+    out = jax.vmap(lambda u, v: jax.pure_callback(inner, jax.ShapeDtypeStruct((3,), F32), u, v,
+                                                  vmap_method=method),
+                   in_axes=(0, None))(a, X)
+    jax.block_until_ready(out)
+    theirs, seen[:] = list(seen), []
+    ours = fnad.vmap(lambda u, v: fnad.pure_callback(inner, SDS, u, v, vmap_method=method),
+                     in_axes=(0, None))(a, X)
+    assert seen == theirs
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(out))
+
+
+def test_vmap_under_jit_and_nested():
+    f = fnad.jit(fnad.vmap(fnad.vmap(
+        lambda u: fnad.pure_callback(np.cos, fnad.ShapeDtypeStruct((), F32), u,
+                                     vmap_method="expand_dims"))))
+    a = np.arange(12, dtype=F32).reshape(3, 4)
+    np.testing.assert_allclose(np.asarray(f(a)), np.cos(a), rtol=1e-6)
+
+
+def test_vmap_needs_a_method():
+    with pytest.raises(NotImplementedError, match="vmap_method=None"):
+        fnad.vmap(lambda u: fnad.pure_callback(np.sin, fnad.ShapeDtypeStruct((), F32), u))(X)
+    with pytest.raises(ValueError, match="vmap_method must be None or one of"):
+        fnad.pure_callback(np.sin, SDS, X, vmap_method="loop")
+
+
+def test_grad_is_an_error_and_custom_jvp_gives_one():
+    with pytest.raises(ValueError, match="Pure callbacks do not support JVP"):
+        fnad.grad(lambda x: fnad.pure_callback(np.sin, SDS, x).sum())(X)
+    # a callback on an operand without a tangent is fine
+    g = fnad.grad(lambda w, c: (w * fnad.pure_callback(np.cos, SDS, c)).sum())(X, X)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+
+    @fnad.custom_jvp
+    def host_sin(x):
+        return fnad.pure_callback(np.sin, SDS, x)
+
+    @host_sin.defjvp
+    def _(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return host_sin(x), fnad.pure_callback(np.cos, SDS, x) * t
+    g = fnad.jit(fnad.grad(lambda x: host_sin(x).sum()))(X)
+    np.testing.assert_allclose(np.asarray(g), np.cos(X), rtol=1e-6)
+
+
+def test_bad_results_are_named():
+    with pytest.raises(ValueError, match=r"result 0 of <lambda> is float32\[4\], but "
+                                         r"result_shape_dtypes says f32\[3\]"):
+        fnad.pure_callback(lambda x: np.ones(4, F32), SDS, X)
+    with pytest.raises(ValueError, match=r"result 0 of <lambda> is int32\[3\]"):
+        fnad.pure_callback(lambda x: np.ones(3, np.int32), SDS, X)
+    with pytest.raises(ValueError, match="returned a result structured as"):
+        fnad.pure_callback(lambda x: [1.0, 2.0, 3.0], SDS, X)
+    with pytest.raises(ValueError, match=r"result 0 of <lambda> is float32\[4\]"):
+        fnad.jit(lambda x: fnad.pure_callback(lambda v: np.ones(4, F32), SDS, x))(X)
+    # float64 where float32 is declared is what the value canonicalizes to: accepted
+    assert fnad.pure_callback(lambda x: np.ones(3), SDS, X).dtype == np.float32
+    with pytest.raises(TypeError, match="shape and a dtype"):
+        fnad.pure_callback(np.sin, [3], X)
+    with pytest.raises(TypeError, match="callback must be callable"):
+        fnad.pure_callback("sin", SDS, X)
