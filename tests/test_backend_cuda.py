@@ -458,6 +458,18 @@ def test_jit_control_flow_and_debug_nans():
 
 
 @on_cuda
+def test_jit_pure_callback_goes_through_the_host():
+    sds = fnad.ShapeDtypeStruct((4,), f32)
+
+    def f(u):
+        return fnad.pure_callback(lambda v: np.cos(np.asarray(v)) * 2, sds, u * 3) + 1.0
+    x = normal(4)
+    got = fnad.jit(f, backend="cuda")(fnad.device_put(x, "cuda"))
+    assert got.backend == "cuda"
+    assert_same(got, fnp.asarray(np.cos(x * 3.0) * 2 + 1.0), rtol=1e-6)
+
+
+@on_cuda
 def test_numba_cuda_registries_import_without_numpys_row_stack(monkeypatch):
     """numba-cuda <= 0.30.4 overloads np.row_stack at import, which NumPy 2.5 removed: the
     runtime imports those modules with a stand-in there, and takes it away again."""
