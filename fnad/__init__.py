@@ -4,7 +4,8 @@
 (and so numba or jax) loads on first use.
 """
 from fnad import dtypes, tree, tree_util  # noqa: F401
-from fnad.config import config, disable_jit
+from fnad.config import (config, debug_infs, debug_nans, default_matmul_precision,
+                         disable_jit, log_compiles, numpy_rank_promotion)
 from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  # noqa: F401
                        ShapeDtypeStruct, ShapeError, TracerArrayConversionError,
                        TracerBoolConversionError, TracerIntegerConversionError,
@@ -16,17 +17,20 @@ from fnad.jacobians import hessian, jacfwd, jacrev
 from fnad.jit import clear_caches, jit
 from fnad.custom import custom_jvp, custom_vjp
 from fnad.callback import pure_callback
-from fnad.devices import (block_until_ready, default_backend, default_device,  # noqa: F401
-                          device_count, device_put, devices, local_device_count, local_devices)
+from fnad.devices import (block_until_ready, default_backend, default_device,
+                          device_count, device_get, device_put, devices, local_device_count,
+                          local_devices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
-from fnad.tracing import eval_shape, make_jaxpr
+from fnad.tracing import eval_shape, make_jaxpr, typeof
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
-__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint",
-           "checkpoint_policies", "clear_caches", "config", "custom_jvp", "custom_vjp",
-           "default_backend", "default_device", "device_count", "device_put", "devices",
-           "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp",
-           "linearize", "local_device_count", "local_devices", "make_jaxpr",
-           "pure_callback", "remat", "stop_gradient", "value_and_grad", "vjp", "vmap"]
+__all__ = ["Array", "block_until_ready", "checkpoint", "checkpoint_policies",
+           "clear_caches", "config", "custom_jvp", "custom_vjp", "debug_infs",
+           "debug_nans", "default_backend", "default_device", "default_matmul_precision",
+           "device_count", "device_get", "device_put", "devices", "disable_jit",
+           "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize",
+           "local_device_count", "local_devices", "log_compiles", "make_jaxpr",
+           "numpy_rank_promotion", "pure_callback", "remat", "ShapeDtypeStruct",
+           "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]

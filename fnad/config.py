@@ -265,3 +265,30 @@ def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager[None]
     rest of the config it is process-global, not thread-local as in JAX.
     """
     return config.override(jax_disable_jit=disable)
+
+
+def debug_nans(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_debug_nans`` for a block, as ``jax.debug_nans``."""
+    return config.override(jax_debug_nans=new_val)
+
+
+def debug_infs(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_debug_infs`` for a block, as ``jax.debug_infs``."""
+    return config.override(jax_debug_infs=new_val)
+
+
+def log_compiles(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_log_compiles`` for a block, as ``jax.log_compiles``."""
+    return config.override(jax_log_compiles=new_val)
+
+
+def default_matmul_precision(new_val) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_default_matmul_precision`` for a block, as
+    ``jax.default_matmul_precision``."""
+    return config.override(jax_default_matmul_precision=new_val)
+
+
+def numpy_rank_promotion(new_val: str) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_numpy_rank_promotion`` for a block, as
+    ``jax.numpy_rank_promotion``."""
+    return config.override(jax_numpy_rank_promotion=new_val)

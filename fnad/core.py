@@ -676,6 +676,34 @@ class Array:
     def copy_to_host_async(self) -> None:
         """Accepted as in JAX; `np.asarray(x)` copies when it is called (a no-op here)."""
 
+    def to_device(self, device, /, *, stream=None):
+        """The array on `device` (a Device, a backend name or a platform): device_put."""
+        from fnad.devices import device_put
+        return device_put(self, device)
+
+    is_fully_addressable = property(lambda self: True)     # one process, one device
+    is_fully_replicated = property(lambda self: True)
+
+    def addressable_data(self, index: int):
+        """The array itself for shard 0: fnad arrays are not sharded."""
+        if index != 0:
+            raise IndexError(f"addressable_data: an fnad Array has one shard (index 0), "
+                             f"got index {index}")
+        return self
+
+    def __dlpack__(self, **kwargs):
+        """DLPack export of the buffer (NumPy's for host backends, jax's for xla)."""
+        value = self._value
+        if not hasattr(value, "__dlpack__"):
+            value = np.asarray(self)
+        return value.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        value = self._value
+        if not hasattr(value, "__dlpack_device__"):
+            value = np.asarray(self)
+        return value.__dlpack_device__()
+
     def __bool__(self):
         return bool(np.asarray(self))
 

@@ -24,7 +24,8 @@ from fnad.config import config
 from fnad.core import Array
 
 __all__ = ["Device", "backend_for", "block_until_ready", "default_backend", "default_device",
-           "device_count", "device_put", "devices", "local_device_count", "local_devices"]
+           "device_count", "device_get", "device_put", "devices", "local_device_count",
+           "local_devices"]
 
 PLATFORMS = ("cpu", "gpu", "metal")
 
@@ -207,6 +208,16 @@ def device_put(x, device: Device | str | None = None):
         aval = core.get_aval(leaf)
         return Array(backend.device_put(core.canonicalize_value(leaf, aval)), aval, backend)
     return tree_util.tree_map(put, x)
+
+
+def device_get(x):
+    """Every Array leaf of `x` as a NumPy array on the host, other leaves as they are, as
+    `jax.device_get` (a NumPy-backed Array gives its own buffer, read-only)."""
+    def get(leaf):
+        if type(leaf) is Array or isinstance(leaf, core.Tracer):
+            return np.asarray(leaf)            # a tracer: fnad's conversion error
+        return leaf
+    return tree_util.tree_map(get, x)
 
 
 def block_until_ready(x):

@@ -211,6 +211,12 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
     return make_jaxpr_f
 
 
+def typeof(x) -> core.ShapedArray:
+    """The abstract value (shape, dtype, weak type) of an array, tracer or Python scalar,
+    as `jax.typeof`."""
+    return core.get_aval(x)
+
+
 def eval_shape(fun: Callable, *args, **kwargs):
     """The shapes and dtypes `fun(*args)` would return, without computing anything."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))

@@ -228,3 +228,26 @@ def test_env_var_for_string_option_and_bad_value():
     assert out.stdout.strip() == "'numba'", out.stderr
     out = _read_in_subprocess({"FNAD_DEBUG_NANS": "perhaps"})
     assert out.returncode != 0 and "FNAD_DEBUG_NANS" in out.stderr
+
+
+def test_jax_context_managers():
+    """fnad.debug_nans & co. as JAX's top-level context managers: set inside, restored after
+    (also on error)."""
+    import fnad
+    cases = [(fnad.debug_nans, (), "jax_debug_nans", True),
+             (fnad.debug_infs, (), "jax_debug_infs", True),
+             (fnad.log_compiles, (), "jax_log_compiles", True),
+             (fnad.default_matmul_precision, ("float32",), "jax_default_matmul_precision",
+              "float32"),
+             (fnad.numpy_rank_promotion, ("raise",), "jax_numpy_rank_promotion", "raise")]
+    for ctx, args, name, inside in cases:
+        before = getattr(config, name)
+        with ctx(*args):
+            assert getattr(config, name) == inside, name
+        assert getattr(config, name) == before, name
+        with pytest.raises(RuntimeError):
+            with ctx(*args):
+                raise RuntimeError
+        assert getattr(config, name) == before, name
+    with pytest.raises(ValueError):
+        fnad.numpy_rank_promotion("sometimes").__enter__()

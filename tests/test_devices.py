@@ -94,3 +94,43 @@ def test_default_device_on_xla():
         assert fnad.jit(lambda v: v + 1)(x).backend == "xla"
     assert fnad.default_backend() == "numpy" and fnad.config.jax_jit_backend == "numba"
     assert jnp.ones(2).backend == "numpy"
+
+
+def test_device_get_to_device_and_shards():
+    x = jnp.arange(3.0)
+    got = fnad.device_get({"x": x, "n": 2, "s": "label"})
+    assert type(got["x"]) is np.ndarray and got["x"].tolist() == [0.0, 1.0, 2.0]
+    assert got["n"] == 2 and got["s"] == "label"
+    assert not got["x"].flags.writeable                   # the immutable buffer itself
+    with pytest.raises(fnad.TracerArrayConversionError):
+        fnad.jit(lambda v: fnad.device_get(v))(x)
+    assert x.to_device("numpy") is x
+    assert x.is_fully_addressable and x.is_fully_replicated and x.addressable_data(0) is x
+    with pytest.raises(IndexError, match="one shard"):
+        x.addressable_data(1)
+    assert fnad.typeof(x) == x.aval and fnad.typeof(1.0).weak_type
+
+
+def test_dlpack_round_trips():
+    x = jnp.arange(4.0).reshape(2, 2)
+    np.testing.assert_array_equal(np.from_dlpack(x), np.asarray(x))
+    y = jnp.from_dlpack(np.arange(3, dtype=np.int32))
+    assert type(y) is fnad.Array and y.dtype == np.int32 and y.tolist() == [0, 1, 2]
+    assert jnp.from_dlpack(x).tolist() == x.tolist()
+
+
+def test_creation_device_argument_places_the_result():
+    assert jnp.zeros(2, device="cpu").backend == "numpy"
+    pytest.importorskip("jax", reason="the xla backend needs jax")
+    xla = fnad.devices("xla")[0]
+    made = [jnp.zeros(2, device=xla), jnp.ones((2,), device="xla"),
+            jnp.full((2,), 3.0, device=xla), jnp.empty(2, device=xla),
+            jnp.zeros_like(jnp.ones(2), device=xla), jnp.full_like(np.ones(2), 2, device=xla),
+            jnp.arange(3, device=xla), jnp.linspace(0.0, 1.0, 3, device=xla),
+            jnp.eye(2, device=xla), jnp.asarray([1, 2], device=xla),
+            jnp.array(np.ones(2), device=xla), jnp.ones(2).astype(jnp.int32, device=xla),
+            jnp.from_dlpack(np.ones(2), device=xla)]
+    assert all(a.backend == "xla" for a in made)
+    assert made[7].tolist() == [0.0, 0.5, 1.0] and made[11].dtype == np.int32
+    np.testing.assert_array_equal(np.from_dlpack(made[0]), np.zeros(2))
+    assert fnad.device_get(made[2]).tolist() == [3.0, 3.0]

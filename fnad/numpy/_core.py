@@ -145,13 +145,17 @@ def _replace_arrays(x):
 
 
 def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
-            copy: bool | None = None) -> Any:
+            copy: bool | None = None, device=None) -> Any:
     """`a` as an fnad array (a Tracer stays one), as jax.numpy.asarray.
 
     Python scalars give weakly typed 0-d arrays (`asarray(1.0)` is a weak float32) unless a
     dtype is given; NumPy arrays take fnad's canonical dtype (float64 -> float32 with x64
-    off); nested lists/tuples are stacked, also when they hold traced values.
+    off); nested lists/tuples are stacked, also when they hold traced values. `device` (a
+    Device, backend name or platform) puts the result there (fnad.device_put).
     """
+    if device is not None:
+        from fnad.devices import device_put
+        return device_put(asarray(a, dtype, order, copy=copy), device)
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"fnad.numpy.asarray: order={order!r} is not supported")
     t = type(a)
@@ -180,9 +184,10 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
 
 
 def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order: str | None = "K",
-          ndmin: int = 0) -> Any:
-    """A new fnad array from `object`, as jax.numpy.array (`ndmin` prepends 1-dims)."""
-    out = asarray(object, dtype, None if order == "K" else order)
+          ndmin: int = 0, *, device=None) -> Any:
+    """A new fnad array from `object`, as jax.numpy.array (`ndmin` prepends 1-dims; `device`
+    as asarray's)."""
+    out = asarray(object, dtype, None if order == "K" else order, device=device)
     if type(out) is Array and out is object:   # a new object, like jnp.array; buffers are
         out = Array(out._value, out.aval, out._backend)   # immutable, so they may be shared
     if ndmin > out.ndim:

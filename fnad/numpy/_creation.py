@@ -32,8 +32,8 @@ from fnad.primitives import shape_ops as so
 
 __all__ = [
     "arange", "array", "asarray", "copy", "diag", "diagonal", "empty", "empty_like", "eye",
-    "full", "full_like", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
-    "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
+    "from_dlpack", "full", "full_like", "identity", "indices", "linspace", "logspace",
+    "meshgrid", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
 ]
 
 
@@ -51,6 +51,16 @@ def _shape(shape) -> tuple[int, ...]:
     return out
 
 
+def placed(out, device):
+    """`out` on `device` (a Device, a backend name or a platform), as JAX's `device=`
+    argument of the creation functions; where the default backend puts it for None (and
+    under a transformation, where placement is jit's)."""
+    if device is None:
+        return out
+    from fnad.devices import device_put
+    return device_put(out, device)
+
+
 def _default_dtype(dtype) -> np.dtype:
     return dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
 
@@ -58,17 +68,17 @@ def _default_dtype(dtype) -> np.dtype:
 # ---- filled arrays ---------------------------------------------------------------------------
 def zeros(shape, dtype: DTypeLike | None = None, *, device=None) -> Array:
     """An array of `shape` filled with 0 (float32 by default)."""
-    return so.full(_shape(shape), 0, _default_dtype(dtype))
+    return placed(so.full(_shape(shape), 0, _default_dtype(dtype)), device)
 
 
 def ones(shape, dtype: DTypeLike | None = None, *, device=None) -> Array:
     """An array of `shape` filled with 1 (float32 by default)."""
-    return so.full(_shape(shape), 1, _default_dtype(dtype))
+    return placed(so.full(_shape(shape), 1, _default_dtype(dtype)), device)
 
 
 def empty(shape, dtype: DTypeLike | None = None, *, device=None) -> Array:
     """As zeros: fnad arrays are immutable, so there is nothing to leave uninitialized."""
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
 def full(shape, fill_value: ArrayLike, dtype: DTypeLike | None = None, *, device=None) -> Array:
@@ -76,27 +86,27 @@ def full(shape, fill_value: ArrayLike, dtype: DTypeLike | None = None, *, device
     check_arraylike("full", fill_value)
     shape = _shape(shape)
     if np.ndim(fill_value) == 0:
-        return so.full(shape, fill_value, None if dtype is None else
-                       dtypes.canonicalize_dtype(dtype))
-    return broadcast_to(asarray(fill_value, dtype=dtype), shape)
+        return placed(so.full(shape, fill_value, None if dtype is None else
+                              dtypes.canonicalize_dtype(dtype)), device)
+    return placed(broadcast_to(asarray(fill_value, dtype=dtype), shape), device)
 
 
 def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, shape=None, *,
                device=None) -> Array:
     """Zeros with a's shape and dtype (and weak type) unless given."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
 def ones_like(a: ArrayLike, dtype: DTypeLike | None = None, shape=None, *,
               device=None) -> Array:
     """Ones with a's shape and dtype (and weak type) unless given."""
-    return full_like(a, 1, dtype, shape)
+    return full_like(a, 1, dtype, shape, device=device)
 
 
 def empty_like(a: ArrayLike, dtype: DTypeLike | None = None, shape=None, *,
                device=None) -> Array:
     """As zeros_like."""
-    return full_like(a, 0, dtype, shape)
+    return full_like(a, 0, dtype, shape, device=device)
 
 
 def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
@@ -108,9 +118,15 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     check_arraylike("full_like", fill_value)
     shape = None if shape is None else _shape(shape)
     if np.ndim(fill_value) == 0:
-        return so.full_like(a, fill_value, dtype, shape)
-    return broadcast_to(asarray(fill_value, dtype=dtype or a.dtype),
-                        a.shape if shape is None else shape)
+        return placed(so.full_like(a, fill_value, dtype, shape), device)
+    return placed(broadcast_to(asarray(fill_value, dtype=dtype or a.dtype),
+                               a.shape if shape is None else shape), device)
+
+
+def from_dlpack(x, /, *, device=None, copy: bool | None = None) -> Array:
+    """An array from any object that exports DLPack on the host (a NumPy array, a CPU
+    torch tensor, an fnad Array...), as jax.numpy.from_dlpack; `device` puts it there."""
+    return placed(asarray(np.from_dlpack(x, copy=copy)), device)
 
 
 def copy(a: ArrayLike, order: str | None = None) -> Array:
@@ -147,8 +163,8 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
     step = None if step is None else _concrete(step, "arange's step")
     if stop is None and step is None:
         n = int(np.ceil(start)) if not isinstance(start, (int, np.integer)) else int(start)
-        return so.iota(dtype, max(n, 0))
-    return _wrap_numpy(np.arange(start, stop, step, dtype=dtype))
+        return placed(so.iota(dtype, max(n, 0)), device)
+    return placed(_wrap_numpy(np.arange(start, stop, step, dtype=dtype)), device)
 
 
 def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
@@ -197,8 +213,8 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         out = _wrap_numpy(np.zeros(empty_shape, dtype))
     if dtypes.is_int(dtype) and not dtypes.is_int(out.dtype):
         out = floor(out)
-    result = lg.convert_element_type(out, dtype)
-    return (result, delta) if retstep else result
+    result = placed(lg.convert_element_type(out, dtype), device)
+    return (result, placed(delta, device)) if retstep else result
 
 
 def _sub(x, y):
@@ -232,7 +248,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None
     M = N if M is None else operator.index(M)
     if N < 0 or M < 0:
         raise ValueError(f"negative dimensions are not allowed, got N={N}, M={M}")
-    return _wrap_numpy(np.eye(N, M, operator.index(k), dtype=_default_dtype(dtype)))
+    return placed(_wrap_numpy(np.eye(N, M, operator.index(k), dtype=_default_dtype(dtype))),
+                  device)
 
 
 def identity(n: int, dtype: DTypeLike | None = None) -> Array:

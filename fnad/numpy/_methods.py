@@ -21,6 +21,7 @@ from fnad.numpy import _logic as lo
 from fnad.numpy import _reductions as rd
 from fnad.numpy import _shape as sh
 from fnad.numpy import _ufuncs as uf
+from fnad.numpy._creation import placed
 from fnad.primitives import logic as lg
 from fnad.primitives import shape_ops as so
 
@@ -109,7 +110,7 @@ def _astype(self, dtype, copy: bool = False, device=None):
     dt = dtypes.canonicalize_dtype(dtype)
     if dtypes.is_complex(self.aval.dtype) and not dtypes.is_complex(dt):
         self = uf.real(self)   # NumPy warns and drops the imaginary part; so does JAX
-    return lg.convert_element_type(self, dt)
+    return placed(lg.convert_element_type(self, dt), device)
 
 
 def _reshape(self, *args, order: str = "C", **kwargs):
