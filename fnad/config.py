@@ -41,7 +41,8 @@ class _Option(NamedTuple):
 
 
 # JAX's legacy precision names plus its dot-algorithm presets, accepted so that ported code
-# which sets them keeps running; fnad's backends currently ignore the setting.
+# which sets them keeps running. The xla backend passes the setting to XLA (unset, it asks
+# for full float32 precision); numpy and numba multiply float32 in float32 whatever it says.
 _MATMUL_PRECISIONS = (
     "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
     "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
@@ -61,7 +62,7 @@ _OPTIONS: dict[str, _Option] = {
     "jax_default_backend": _Option("numpy", "str", help="backend for eager execution"),
     "jax_jit_backend": _Option("numba", "str", help="fnad-only: default backend for jit"),
     "jax_default_matmul_precision": _Option(
-        None, "optional_enum", _MATMUL_PRECISIONS, help="accepted for JAX compatibility"
+        None, "optional_enum", _MATMUL_PRECISIONS, help="float32 products on xla (JAX's names)"
     ),
     "jax_numpy_rank_promotion": _Option(
         "allow", "enum", ("allow", "warn", "raise"), help="implicit rank broadcasting"

@@ -663,7 +663,9 @@ def broadcast_prefix(prefix_tree: Any, full_tree: Any,
     """For each leaf of `full_tree`, the leaf of `prefix_tree` whose subtree covers it.
 
     This is how `vmap(in_axes=...)` spreads a prefix spec over the arguments. `None` in
-    the prefix is a leaf that covers a whole subtree (so `in_axes=(0, None)` works).
+    the prefix is a leaf that covers a whole subtree (so `in_axes=(0, None)` works);
+    `is_leaf` says what else is a leaf of the prefix. The full tree's leaves are its
+    ordinary ones (`tree_leaves(full_tree)`): a None there is an empty subtree.
     """
     def prefix_leaf(x):
         return x is None or (is_leaf is not None and is_leaf(x))
@@ -672,7 +674,7 @@ def broadcast_prefix(prefix_tree: Any, full_tree: Any,
                                       "the prefix tree")
     result: list[Any] = []
     for p, sub in zip(prefix_leaves, subtrees, strict=True):
-        result.extend([p] * len(tree_leaves(sub, is_leaf)))
+        result.extend([p] * len(tree_leaves(sub)))
     return result
 
 

@@ -80,6 +80,23 @@ def test_in_axes_pytree_prefix_none_and_negative():
     np.testing.assert_allclose(out, X + np.arange(4))
 
 
+def test_none_leaves_in_mapped_and_unmapped_arguments():
+    """A None in an argument's pytree (a parameter tree with a frozen slot) has no leaves,
+    under an in_axes of None or of 0, and in the outputs; the loop is the oracle."""
+    p = {"w": np.ones((4, 2), np.float32), "frozen": None}
+
+    def f(p, x, extra):
+        return {"y": lax.dot_general(x, p["w"], (((0,), (0,)), ((), ()))), "none": None,
+                "e": extra["v"]}
+    extra = {"v": np.arange(3, dtype=np.float32), "n": None}
+    out = fnad.vmap(f, in_axes=(None, 0, 0))(p, X, extra)
+    assert out["none"] is None
+    np.testing.assert_allclose(out["y"], X @ p["w"])
+    np.testing.assert_allclose(out["e"], extra["v"])
+    out = fnad.jit(fnad.vmap(f, in_axes=(None, 0, {"v": 0, "n": None})))(p, X, extra)
+    np.testing.assert_allclose(out["y"], X @ p["w"])
+
+
 def test_out_axes_none_and_unmapped_outputs():
     f = lambda x, c: (lax.sin(x), c)
     s, c = fnad.vmap(f, in_axes=(0, None), out_axes=(0, None))(X, np.float32(2.0))

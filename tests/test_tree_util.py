@@ -429,6 +429,9 @@ def test_broadcast_prefix_none_covers_subtrees():
     assert tu.broadcast_prefix(None, {"a": 1, "b": [2, 3]}) == [None, None, None]
     assert tu.broadcast_prefix(0, [1, None, 2]) == [0, 0]  # None in full has no leaves
     assert tu.broadcast_prefix({"a": 0, "b": None}, {"a": 1, "b": None}) == [0]
+    # a None leaf of the full tree stays an empty subtree when None is a prefix leaf
+    assert tu.broadcast_prefix((None, 0), ({"a": 1, "n": None}, 2),
+                               is_leaf=lambda x: x is None) == [None, 0]
 
 
 def test_broadcast_prefix_errors_name_path():
