@@ -2,7 +2,8 @@
 
 Thin re-exports of the wrappers each primitive family defines (its `__all__`),
 plus the few lax functions composed of several primitives, and control flow
-(cond, switch, scan, map, while_loop, fori_loop: primitives/control_flow.py).
+(cond, switch, scan, map, associative_scan, while_loop, fori_loop:
+primitives/control_flow.py).
 """
 from __future__ import annotations
 

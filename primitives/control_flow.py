@@ -40,7 +40,7 @@ from fnad.primitives.shape_ops import broadcast_in_dim, concatenate, full, index
     reshape
 from fnad.tracing import trace_to_subjaxpr
 
-__all__ = ["cond", "fori_loop", "map", "scan", "switch", "while_loop"]
+__all__ = ["associative_scan", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -709,6 +709,71 @@ def map(f, xs, *, batch_size: int | None = None):
             tree, [index_slice(x, n_full * batch_size, n) for x in leaves]))
         ys = tree_util.tree_map(lambda a, b: concatenate([a, b], 0), ys, tail)
     return ys
+
+
+def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
+    """The inclusive scan of `elems` along `axis` with the associative `fn`, as
+    jax.lax.associative_scan: element i of the result is elems[0] ⊕ ... ⊕ elems[i] (in
+    reverse: elems[i] ⊕ ... ⊕ elems[n-1]), where a ⊕ b is `fn(a, b)`, called on whole
+    slices. `elems` is a pytree of arrays of one length along `axis`; fn takes and returns
+    pytrees of that structure. O(log n) rounds of fn on halves (odd/even recursion): the
+    pairs (0,1), (2,3)... are combined and scanned, which gives the odd positions; each
+    even position is the odd one before it combined with its own element."""
+    from fnad.primitives.shape_ops import expand_dims, rev, slice_in_dim
+    leaves, tree = tree_util.tree_flatten(elems)
+    if not leaves:
+        raise ValueError("associative_scan: elems has no arrays to scan")
+    shapes = [get_aval(x).shape for x in leaves]
+    ndim = len(shapes[0])
+    if not -ndim <= axis < ndim or any(len(s) != ndim for s in shapes):
+        raise ValueError(f"associative_scan: axis {axis} is not an axis of every array of "
+                         f"elems (shapes {shapes})")
+    axis = operator.index(axis) % ndim
+    lengths = {s[axis] for s in shapes}
+    if len(lengths) != 1:
+        raise ValueError(f"associative_scan: the arrays of elems must have one length along "
+                         f"axis {axis}, got shapes {shapes}")
+
+    def combine(a: list, b: list) -> list:
+        out, out_tree = tree_util.tree_flatten(fn(tree_util.tree_unflatten(tree, a),
+                                                  tree_util.tree_unflatten(tree, b)))
+        if out_tree != tree:
+            raise TypeError(f"associative_scan: fn must return the structure of elems, "
+                            f"{tree}; it returned {out_tree}")
+        return out
+
+    def part(xs: list, start, stop, stride=1) -> list:
+        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def interleave(even, odd):                 # even[0], odd[0], even[1], ...
+        n_odd = get_aval(odd).shape[axis]
+        head = slice_in_dim(even, 0, n_odd, 1, axis)
+        pairs = concatenate([expand_dims(head, (axis + 1,)), expand_dims(odd, (axis + 1,))],
+                            axis + 1)
+        shape = list(get_aval(odd).shape)
+        shape[axis] *= 2
+        out = reshape(pairs, tuple(shape))
+        if get_aval(even).shape[axis] > n_odd:  # one more even element at the end
+            out = concatenate([out, slice_in_dim(even, n_odd, None, 1, axis)], axis)
+        return out
+
+    def scan_(xs: list) -> list:
+        n = get_aval(xs[0]).shape[axis]
+        if n < 2:
+            return xs
+        odd = scan_(combine(part(xs, 0, n - 1, 2), part(xs, 1, None, 2)))  # at 1, 3, ...
+        even = part(xs, 0, 1)                                                # at 0
+        if n > 2:                                                            # at 2, 4, ...
+            later = combine(odd if n % 2 else part(odd, 0, -1), part(xs, 2, None, 2))
+            even = [concatenate([e, x], axis) for e, x in zip(even, later)]
+        return [interleave(e, o) for e, o in zip(even, odd)]
+
+    if reverse:
+        leaves = [rev(x, (axis,)) for x in leaves]
+    out = scan_(leaves)
+    if reverse:
+        out = [rev(x, (axis,)) for x in out]
+    return tree_util.tree_unflatten(tree, out)
 
 
 def index_slice(x, start: int, stop: int):
