@@ -27,7 +27,7 @@ __all__ = ["Device", "backend_for", "block_until_ready", "default_backend", "def
            "device_count", "device_get", "device_put", "devices", "local_device_count",
            "local_devices"]
 
-PLATFORMS = ("cpu", "gpu", "metal")
+PLATFORMS = ("cpu", "gpu")             # JAX platform names that are not fnad backends
 
 
 class Device:
@@ -56,7 +56,7 @@ def devices(backend: str | None = None) -> list[Device]:
     every backend that loads here (e.g. numpy, numba, and xla when jax is installed). A
     platform lists the devices of every backend on it, the default backend's first."""
     from fnad.backends import backend_names
-    if backend in PLATFORMS:
+    if backend in PLATFORMS and backend not in backend_names():
         names = _preferred(default_backend(), config.jax_jit_backend)
         found = [d for d in _devices_of(names, quiet=True) if d.platform == backend]
         if not found:
@@ -157,8 +157,9 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
 
 @contextlib.contextmanager
 def default_device(device: Device | str | None) -> Iterator[None]:
-    """Context manager, as `jax.default_device`: new arrays go to `device` (a Device, a
-    backend name or a platform) and jit compiles for its backend, restored on exit. A
+    """Context manager, as `jax.default_device`: new arrays go to `device`'s backend (a
+    Device, a backend name or a platform: fnad places by backend, so on xla jax's default
+    device of it) and jit compiles for that backend, restored on exit. A
     device of the `numpy` backend (the interpreter) leaves jit on its default; one of
     `numba` makes new arrays NumPy-backed (numba's arrays are the numpy backend's).
     None leaves both as they are."""

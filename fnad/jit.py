@@ -175,6 +175,7 @@ def clear_caches() -> None:
     for wrapped in list(_ALL):
         wrapped.clear_cache()
 
+
 class _Entry:
     """One traced program: the optimized jaxpr, its hoisted constants, the output tree."""
 
