@@ -491,18 +491,23 @@ def _why(old, new) -> str:
     return f" (because {' and '.join(changed)} changed)" if changed else ""
 
 
-def _as_tuple(x, what: str) -> tuple:
+def _as_tuple(x, what: str, kind: type) -> tuple:
+    """`x` (None, one `kind` value or a sequence of them) as a tuple; a TypeError naming
+    the argument otherwise (argnums are ints, argnames strs)."""
     if x is None:
         return ()
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return (int(x),)
-    if isinstance(x, str):
-        return (x,)
+    items = (x,) if isinstance(x, (int, np.integer, str)) else x
     try:
-        return tuple(x)
+        items = tuple(items)
     except TypeError:
-        raise TypeError(f"jit: {what} must be an int/str or a sequence of them, got "
-                        f"{x!r}") from None
+        items = (x,)
+    for item in items:
+        ok = isinstance(item, str) if kind is str else (
+            isinstance(item, (int, np.integer)) and not isinstance(item, bool))
+        if not ok:
+            raise TypeError(f"jit: {what} must be {'a str' if kind is str else 'an int'} or a "
+                            f"sequence of them, got {x!r}")
+    return tuple(item if kind is str else int(item) for item in items)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
@@ -528,8 +533,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
                                  device=device)
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {type(fun).__name__}")
-    nums = _as_tuple(static_argnums, "static_argnums")
-    names = _as_tuple(static_argnames, "static_argnames")
+    nums = _as_tuple(static_argnums, "static_argnums", int)
+    names = _as_tuple(static_argnames, "static_argnames", str)
+    donate = _as_tuple(donate_argnums, "donate_argnums", int)
+    _as_tuple(donate_argnames, "donate_argnames", str)
     try:
         sig = inspect.signature(fun)
         params = list(sig.parameters.values())
@@ -552,6 +559,6 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
             backend = backend_for(backend, jit=True)
         except ValueError as e:
             raise ValueError(f"jit: {e}") from None
-    wrapped = JitWrapped(fun, nums, names, _as_tuple(donate_argnums, "donate_argnums"), backend)
+    wrapped = JitWrapped(fun, nums, names, donate, backend)
     wrapped._named_nums = {i for i in nums if 0 <= i < len(pos)}
     return wrapped

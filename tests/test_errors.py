@@ -34,6 +34,37 @@ def test_shape_mismatch_while_tracing_names_user_line():
         fnad.grad(lambda x: total(f(x, X4)))(X3)
 
 
+def test_numpy_level_shape_errors_name_the_user_line():
+    """fnad.numpy's own checks (broadcasting, reshape, concatenate, shapes of new arrays),
+    eager and under jit, name the line as the primitives' shape errors do."""
+    import fnad.numpy as jnp
+
+    def bad_add(a):
+        return a + jnp.ones((3, 2))                               # the line to be named
+    for f in (bad_add, fnad.jit(bad_add)):
+        with pytest.raises(ValueError, match=r"incompatible shapes for broadcasting: "
+                                             r"\(2, 3\), \(3, 2\) \(at .*test_errors\.py:"
+                                             r"\d+ \(bad_add\)"):
+            f(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"into shape \(4, 2\) \(at .*test_errors\.py"):
+        fnad.jit(lambda a: a.reshape(4, 2))(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"along axis 0 \(at .*test_errors\.py"):
+        jnp.concatenate([jnp.ones((2, 3)), jnp.ones(3)])
+    with pytest.raises(TypeError, match=r"A traced value cannot be a size: under jit, make it "
+                                        r"a static argument.*\(at .*test_errors\.py"):
+        fnad.jit(lambda a, n: jnp.zeros(n))(X3, 3)
+
+
+def test_jit_argnums_and_argnames_must_be_ints_and_strs():
+    for kw, words in [({"static_argnums": "a"}, "static_argnums must be an int"),
+                      ({"static_argnums": True}, "static_argnums must be an int"),
+                      ({"static_argnames": 1}, "static_argnames must be a str"),
+                      ({"donate_argnums": [0, "x"]}, "donate_argnums must be an int"),
+                      ({"donate_argnames": 3}, "donate_argnames must be a str")]:
+        with pytest.raises(TypeError, match=words):
+            fnad.jit(lambda a: a, **kw)
+
+
 def test_dtype_mismatch():
     with pytest.raises(fnad.ShapeError, match="same dtypes, got float32, int32"):
         lax.add(X3, np.ones(3, np.int32))

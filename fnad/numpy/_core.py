@@ -20,7 +20,7 @@ import numpy as np
 
 from fnad import dtypes
 from fnad.config import config
-from fnad.core import Array, ShapedArray, Tracer, default_backend, get_aval
+from fnad.core import Array, ShapedArray, Tracer, _at_user_line, default_backend, get_aval
 from fnad.primitives._util import scalar_like
 from fnad.primitives.logic import convert_element_type
 from fnad.primitives.shape_ops import broadcast_in_dim, reshape
@@ -284,7 +284,8 @@ def broadcast_shapes(*shapes: Sequence[int], fun_name: str = "broadcast_shapes")
                 out[off + i] = d
             elif d != 1 and d != o:
                 shown = ", ".join(str(tuple(int(e) for e in s)) for s in shapes)
-                raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {shown}")
+                raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: {shown}"
+                                 f"{_at_user_line()}")
     return tuple(out)
 
 

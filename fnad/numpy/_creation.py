@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from fnad import dtypes
-from fnad.core import Array, ConcretizationTypeError, Tracer
+from fnad.core import Array, ConcretizationTypeError, Tracer, _at_user_line
 from fnad.numpy._core import (
     ArrayLike,
     DTypeLike,
@@ -44,8 +44,11 @@ def _shape(shape) -> tuple[int, ...]:
     try:
         out = tuple(operator.index(d) for d in shape)
     except TypeError:
+        traced = isinstance(shape, (tuple, list)) and any(isinstance(d, Tracer) for d in shape)
+        hint = (" A traced value cannot be a size: under jit, make it a static argument "
+                "(static_argnums / static_argnames)." if traced else "")
         raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {shape!r}.") from None
+                        f"got {shape!r}.{hint}{_at_user_line()}") from None
     if any(d < 0 for d in out):
         raise ValueError(f"negative dimensions are not allowed, got shape {out}")
     return out

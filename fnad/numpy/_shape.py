@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fnad.core import Array, Tracer
+from fnad.core import Array, Tracer, _at_user_line
 from fnad.numpy._core import (
     ArrayLike,
     DTypeLike,
@@ -87,10 +87,11 @@ def _infer_shape(old: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
         known = math.prod(d for d in new if d != -1)
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of shape {old} (size {size}) into shape "
-                             f"{new}")
+                             f"{new}{_at_user_line()}")
         new = tuple(size // known if d == -1 else d for d in new)
     if builtins.any(d < 0 for d in new) or math.prod(new) != size:
-        raise ValueError(f"cannot reshape array of shape {old} (size {size}) into shape {new}")
+        raise ValueError(f"cannot reshape array of shape {old} (size {size}) into shape {new}"
+                         f"{_at_user_line()}")
     return new
 
 
@@ -251,7 +252,7 @@ def concatenate(arrays, axis: int | None = 0, dtype: DTypeLike | None = None) ->
                     for s, a in zip(shapes, arrays, strict=True)):
         raise ValueError("concatenate: all the input array dimensions except for the "
                          f"concatenation axis must match exactly, got shapes "
-                         f"{[a.shape for a in arrays]} along axis {axis}")
+                         f"{[a.shape for a in arrays]} along axis {axis}{_at_user_line()}")
     return so.concatenate(arrays, axis)
 
 
