@@ -247,6 +247,12 @@ class _Stage:
     def _repr_pretty_(self, p, cycle):
         p.text(self.as_text())
 
+    def cost_analysis(self) -> dict[str, float]:
+        """The program's "flops", "transcendentals" and "bytes accessed", counted from its
+        jaxpr as XLA counts (bytes as if unfused): fnad.passes.cost."""
+        from fnad.passes.cost import cost_analysis
+        return cost_analysis(self.jaxpr)
+
     def _next(self, cls):
         return cls(self._entry, self.backend, self.fun_name, self.in_tree, self._flat_in_avals)
 

@@ -12,6 +12,7 @@ DCE rule rewrites an equation and its sub-jaxpr together):
     cse               reuse the outputs of equal equations                    cse.py
     dce               drop equations no output needs                          dce.py
     plan_fusion       group equations into loop nests (a plan, no rewrite)    fusion.py
+    cost_analysis     count flops, transcendentals and bytes (no rewrite)     cost.py
 
 `optimize` chains the rewrites to a fixed point. Results never alias the input:
 a pass returns its input object only when it changed nothing.

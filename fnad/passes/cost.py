@@ -1,0 +1,152 @@
+"""Cost analysis: what a program computes, counted from its jaxpr (no rewrite).
+
+`cost_analysis(closed)` gives the dict that `jit(f).lower(x).compile().cost_analysis()`
+returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
+
+    flops            2·M·N·K per dot_general (the output's size times its contracted
+                     size, times 2); one per output element of an elementwise or
+                     comparison op (integer_pow(x, y): |y| - 1 multiplies, one more
+                     for a negative y); in - out elements for a reduction; one per
+                     element for a cumulative op; n·⌈log2 n⌉ per sorted row; n³/3
+                     for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve
+    transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
+                     the trigonometric functions, erf, pow ... (not counted in flops)
+    bytes accessed   the bytes each equation reads and writes, summed: the program as
+                     if nothing were fused (XLA counts after fusion, so its figure is
+                     lower)
+
+Sub-programs count as they run: a jit, custom_jvp/vjp call or checkpoint as its body; a
+scan as `length` times its body; a while loop's condition and body once (the trip count
+is not known); a cond as its costliest branch. Layout ops (reshape, transpose, slice,
+gather ...) and callbacks cost no flops. `cost_rules` holds the rule of each primitive
+(eqn -> (flops, transcendentals)); a primitive without one (a user's) counts no flops.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from fnad.core import Primitive
+from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
+from fnad.primitives import (cumulative, decompositions, elementwise, linalg, logic,
+                             reductions, sorting)
+
+__all__ = ["cost_analysis", "cost_rules"]
+
+cost_rules: dict[Primitive, Callable[[JaxprEqn], tuple[float, float]]] = {}
+
+_TRANSCENDENTAL = ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt",
+                   "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                   "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow")
+
+
+def _size(aval) -> int:
+    return math.prod(aval.shape)
+
+
+def _out_size(eqn: JaxprEqn) -> int:
+    return sum(_size(v.aval) for v in eqn.outvars)
+
+
+def _in_size(eqn: JaxprEqn) -> int:
+    return _size(eqn.invars[0].aval)
+
+
+def _primitives(module) -> list[Primitive]:
+    return [p for p in vars(module).values() if isinstance(p, Primitive)]
+
+
+for _p in _primitives(elementwise) + _primitives(logic):
+    if _p.name in _TRANSCENDENTAL:
+        cost_rules[_p] = lambda e: (0, _out_size(e))
+    elif _p.name == "integer_pow":
+        cost_rules[_p] = lambda e: ((abs(e.params["y"]) - 1 + (e.params["y"] < 0))
+                                    * _out_size(e) if abs(e.params["y"]) > 1
+                                    or e.params["y"] < 0 else 0, 0)
+    elif _p.name != "stop_gradient":
+        cost_rules[_p] = lambda e: (_out_size(e), 0)
+for _p in _primitives(reductions):
+    cost_rules[_p] = lambda e: (_in_size(e) - _out_size(e), 0)
+for _p in _primitives(cumulative):
+    cost_rules[_p] = (lambda e: (_in_size(e), _in_size(e))) if _p.name == "cumlogsumexp" \
+        else (lambda e: (_in_size(e), 0))
+
+
+def _dot_general(eqn: JaxprEqn):
+    (contract, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.invars[0].aval.shape
+    return 2 * _out_size(eqn) * math.prod(lhs[d] for d in contract), 0
+
+
+def _sorted_rows(axis_param: str):
+    def rule(eqn: JaxprEqn):
+        shape = eqn.invars[0].aval.shape
+        n = shape[eqn.params[axis_param]] if shape else 1
+        return (_in_size(eqn) * math.ceil(math.log2(n)) if n > 1 else 0), 0
+    return rule
+
+
+def _cubed(fraction: float):
+    def rule(eqn: JaxprEqn):
+        shape = eqn.invars[0].aval.shape
+        return fraction * math.prod(shape[:-2]) * shape[-1] ** 3, 0
+    return rule
+
+
+def _triangular_solve(eqn: JaxprEqn):
+    a, b = (v.aval.shape for v in eqn.invars)
+    return math.prod(a[:-2]) * a[-1] ** 2 * b[-1 if eqn.params["left_side"] else -2], 0
+
+
+cost_rules.update({
+    linalg.dot_general_p: _dot_general,
+    sorting.sort_p: _sorted_rows("dimension"),
+    sorting.top_k_p: _sorted_rows("axis"),
+    decompositions.cholesky_p: _cubed(1 / 3),
+    decompositions.lu_p: _cubed(2 / 3),
+    decompositions.triangular_solve_p: _triangular_solve,
+})
+
+
+def cost_analysis(closed: ClosedJaxpr) -> dict[str, float]:
+    """{"flops", "transcendentals", "bytes accessed"} of running `closed` (see above)."""
+    flops, trans, nbytes = _jaxpr_cost(closed.jaxpr)
+    return {"flops": float(flops), "transcendentals": float(trans),
+            "bytes accessed": float(nbytes)}
+
+
+def _nbytes(aval) -> int:
+    return _size(aval) * np.dtype(aval.dtype).itemsize if hasattr(aval.dtype, "itemsize") \
+        else 0
+
+
+def _jaxpr_cost(jaxpr: Jaxpr) -> tuple[float, float, float]:
+    flops = trans = nbytes = 0.0
+    for eqn in jaxpr.eqns:
+        f, t, b = _eqn_cost(eqn)
+        flops, trans, nbytes = flops + f, trans + t, nbytes + b
+    return flops, trans, nbytes
+
+
+def _eqn_cost(eqn: JaxprEqn) -> tuple[float, float, float]:
+    name, params = eqn.primitive.name, eqn.params
+    if name == "scan":
+        f, t, b = _jaxpr_cost(params["jaxpr"].jaxpr)
+        n = params["length"]
+        return n * f, n * t, n * b
+    if name == "while":
+        costs = [_jaxpr_cost(params[k].jaxpr) for k in ("cond_jaxpr", "body_jaxpr")]
+        return tuple(sum(c[i] for c in costs) for i in range(3))
+    if name == "cond":
+        return max((_jaxpr_cost(br.jaxpr) for br in params["branches"]),
+                   key=lambda c: (c[0] + c[1], c[2]))
+    for key in ("jaxpr", "call_jaxpr"):          # jit, checkpoint, custom_jvp/vjp calls
+        sub = params.get(key)
+        if isinstance(sub, ClosedJaxpr):
+            return _jaxpr_cost(sub.jaxpr)
+    rule = cost_rules.get(eqn.primitive)
+    f, t = rule(eqn) if rule is not None else (0, 0)
+    b = sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
+    return f, t, b
