@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
 
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
@@ -118,8 +117,7 @@ def cost_analysis(closed: ClosedJaxpr) -> dict[str, float]:
 
 
 def _nbytes(aval) -> int:
-    return _size(aval) * np.dtype(aval.dtype).itemsize if hasattr(aval.dtype, "itemsize") \
-        else 0
+    return _size(aval) * getattr(aval.dtype, "itemsize", 0)
 
 
 def _jaxpr_cost(jaxpr: Jaxpr) -> tuple[float, float, float]:
@@ -150,3 +148,4 @@ def _eqn_cost(eqn: JaxprEqn) -> tuple[float, float, float]:
     f, t = rule(eqn) if rule is not None else (0, 0)
     b = sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
     return f, t, b
+
