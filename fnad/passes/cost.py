@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
 from fnad.primitives import (cumulative, decompositions, elementwise, linalg, logic,
@@ -148,4 +147,3 @@ def _eqn_cost(eqn: JaxprEqn) -> tuple[float, float, float]:
     f, t = rule(eqn) if rule is not None else (0, 0)
     b = sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
     return f, t, b
-
