@@ -183,3 +183,15 @@ def test_bad_results_are_named():
         fnad.pure_callback(np.sin, [3], X)
     with pytest.raises(TypeError, match="callback must be callable"):
         fnad.pure_callback("sin", SDS, X)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("method", ["sequential", "sequential_unrolled"])
+def test_sequential_vmap_under_jit(backend, method):
+    """A lax.map (or unrolled calls) of the callback inside a jitted program, per backend."""
+    if backend == "xla":
+        pytest.importorskip("jax", reason="the xla backend needs jax")
+    rows = np.arange(6, dtype=F32).reshape(2, 3)
+    f = fnad.jit(fnad.vmap(lambda r: fnad.pure_callback(lambda v: np.asarray(v) * 2, SDS, r,
+                                                        vmap_method=method)), backend=backend)
+    np.testing.assert_array_equal(np.asarray(f(rows)), rows * 2)
