@@ -65,10 +65,15 @@ def test_platform_names():
         fnad.devices("tpu")
 
 
-def test_no_gpu_platform_is_a_clear_error():
+def test_gpu_platform_or_a_clear_error():
+    """The platform "gpu" picks a backend with a GPU device where there is one; elsewhere it
+    is an error that says what would provide one."""
     if any(d.platform == "gpu" for d in fnad.devices()):
-        pytest.skip("this machine has a GPU backend: the error is for machines without one")
-    with pytest.raises(RuntimeError, match="no gpu device"):
+        assert all(d.platform == "gpu" for d in fnad.devices("gpu"))
+        backend = fnad.jit(lambda v: v, backend="gpu").lower(np.ones(2)).backend
+        assert any(d.platform == "gpu" for d in fnad.devices(backend))
+        return
+    with pytest.raises(RuntimeError, match="no gpu device.*xla runs where jax has a gpu"):
         fnad.devices("gpu")
     with pytest.raises(RuntimeError, match="no gpu device"):
         fnad.jit(lambda v: v, backend="gpu")
