@@ -403,45 +403,67 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if not kwargs and core._state.trace is core.eval_trace and self._fast:
-            # The fast path: every argument an Array (or a pytree of Arrays), nothing
-            # static, compiled before; keyed by the config, the avals and (for pytrees)
-            # the tree structure.
-            leaves, key = args, [config._state_id]
-            for x in args:
-                if type(x) is not Array:
-                    leaves, tree = tree_util.tree_flatten(args)
-                    key = [config._state_id, tree]
-                    break
-            for x in leaves:
-                if type(x) is not Array:
-                    break
-                key.append(x.aval)
-            else:
-                fast = self._fast.get(tuple(key))
-                if fast is not None:
-                    fn, consts, be, out_avals, out_tree = fast
-                    vals = [x._value if x._backend is be else _to_buffer(x, be)
-                            for x in leaves]
-                    if out_tree is None:                        # one output
-                        return Array(fn(*consts, *vals)[0], out_avals[0], be)
-                    outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
-                    return tree_util.tree_unflatten(out_tree, outs)
+        if core._state.trace is core.eval_trace and self._fast:
+            # The fast path: every argument an Array (or a pytree of Arrays), compiled
+            # before for these avals, tree, static values and config (`_fast_key`).
+            leaves, key = self._fast_key(args, kwargs)
+            fast = self._fast.get(key) if key is not None else None
+            if fast is not None:
+                fn, consts, be, out_avals, out_tree = fast
+                vals = [x._value if x._backend is be else _to_buffer(x, be) for x in leaves]
+                if out_tree is None:                        # one output
+                    return Array(fn(*consts, *vals)[0], out_avals[0], be)
+                outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
+                return tree_util.tree_unflatten(out_tree, outs)
         entry, flat, _, _ = self._entry(args, kwargs)
         consts = entry.consts
         if core._state.trace is core.eval_trace and consts:
             consts = entry.consts_on(_backend(self.backend))
         outs = jit_p.bind(*consts, *flat, jaxpr=entry.closed, name=self.__name__,
                           backend=self.backend)
-        if (not kwargs and not self.static_argnums and core._state.trace is core.eval_trace
-                and all(type(x) is Array for x in flat)
+        if (core._state.trace is core.eval_trace and all(type(x) is Array for x in flat)
                 and all(type(c) is Array for c in entry.consts)):
-            self._remember_fast(args, flat, entry)
+            self._remember_fast(args, kwargs, entry)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
-    def _remember_fast(self, args, flat, entry):
-        """Keep what a call with these arguments' avals (and tree) needs, for `__call__`'s
-        fast path: the program, its constants on its backend, the outputs' avals and tree."""
+    def _fast_key(self, args, kwargs) -> tuple:
+        """(the Array leaves, the fast path's key) of a call, or (None, None) where an
+        argument leaf is not an Array (or a static one is bad: the general path says so).
+        The key holds the config's state, the leaves' avals and, where the arguments are
+        not all Arrays, their tree; with static arguments or keywords, the static values
+        and the tree of the dynamic (args, kwargs)."""
+        if not kwargs and not self.static_argnums:
+            leaves, key = args, [config._state_id]
+            for x in args:
+                if type(x) is not Array:
+                    leaves, tree = tree_util.tree_flatten(args)
+                    key = [config._state_id, tree]
+                    break
+        else:
+            try:
+                _, statics, dyn_args, dyn_kwargs = self._split_args(args, kwargs)
+            except (TypeError, ValueError):
+                return None, None
+            names = sorted(dyn_kwargs)                     # tree_flatten's order for a dict
+            leaves = [*dyn_args, *[dyn_kwargs[k] for k in names]]
+            if all(type(x) is Array for x in leaves):      # no tree to flatten
+                key = [config._state_id, statics, len(dyn_args), tuple(names)]
+            else:
+                leaves, tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+                key = [config._state_id, statics, tree]
+        for x in leaves:
+            if type(x) is not Array:
+                return None, None
+            key.append(x.aval)
+        return leaves, tuple(key)
+
+    def _remember_fast(self, args, kwargs, entry):
+        """Keep what a call with these arguments' avals (tree, static values) needs, for
+        `__call__`'s fast path: the program, its constants on its backend, the outputs'
+        avals and tree."""
+        _, key = self._fast_key(args, kwargs)
+        if key is None:
+            return
         be = _backend(self.backend)
         fn = compiled_for(entry.closed, be)
         if getattr(fn, "_checked", False):     # numba: its program, past the first-call checks
@@ -449,10 +471,6 @@ class JitWrapped:
         consts = [_to_buffer(c, be) for c in entry.consts_on(be)]     # moved there once
         single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
             entry.out_tree
-        if all(type(x) is Array for x in args):
-            key = (config._state_id, *[x.aval for x in args])
-        else:
-            key = (config._state_id, tree_util.tree_structure(args), *[x.aval for x in flat])
         self._fast[key] = (fn, consts, _home(be), entry.closed.out_avals,
                            None if single else entry.out_tree)
 

@@ -71,6 +71,37 @@ def test_pytree_arguments_take_the_fast_path_keyed_by_tree_and_avals(backend, mo
     assert len(general) == 4
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_static_arguments_and_keywords_take_the_fast_path(backend, monkeypatch):
+    """Calls with static arguments or keywords skip the general path too, keyed by the
+    static values and the keywords: another static value, another keyword or a keyword
+    given positionally does not reuse an entry, and the results are the function's."""
+    import sys
+    jit_module = sys.modules["fnad.jit"]
+
+    def g(x, n, scale=None, *, mode="add"):
+        y = x * n if mode == "mul" else x + n
+        return y if scale is None else y * scale
+    f = fnad.jit(g, static_argnums=1, static_argnames="mode", backend=backend)
+    x, s = jnp.arange(3.0), jnp.full(3, 2.0)
+    calls = [((x, 2), {}), ((x, 2), {"scale": s}), ((x, 3), {"scale": s, "mode": "mul"})]
+    for args, kwargs in calls:
+        f(*args, **kwargs)
+    general = []
+    entry = jit_module.JitWrapped._entry
+    monkeypatch.setattr(jit_module.JitWrapped, "_entry",
+                        lambda self, *a: general.append(1) or entry(self, *a))
+    for args, kwargs in calls:
+        _close(f(*args, **kwargs), g(*args, **kwargs))
+    assert general == []                                  # all through the fast path
+    _close(f(x, 4, scale=s), g(x, 4, scale=s))                  # another static value
+    _close(f(x, 2, s), g(x, 2, s))                              # scale given positionally
+    _close(f(x, 3, scale=s, mode="add"), g(x, 3, scale=s, mode="add"))
+    assert len(general) == 3
+    with pytest.raises(TypeError, match="static argument 1 must be hashable"):
+        f(x, [2])                                         # the general path's error
+
+
 def test_cache_key_includes_tree_static_args_backend_and_config():
     traces = []
 
