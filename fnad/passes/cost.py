@@ -56,13 +56,16 @@ def _primitives(module) -> list[Primitive]:
     return [p for p in vars(module).values() if isinstance(p, Primitive)]
 
 
+def _integer_pow(eqn: JaxprEqn):
+    y = eqn.params["y"]
+    return max(abs(y) - 1 + (y < 0), 0) * _out_size(eqn), 0      # |y| - 1 products, 1 / x
+
+
 for _p in _primitives(elementwise) + _primitives(logic):
     if _p.name in _TRANSCENDENTAL:
         cost_rules[_p] = lambda e: (0, _out_size(e))
     elif _p.name == "integer_pow":
-        cost_rules[_p] = lambda e: ((abs(e.params["y"]) - 1 + (e.params["y"] < 0))
-                                    * _out_size(e) if abs(e.params["y"]) > 1
-                                    or e.params["y"] < 0 else 0, 0)
+        cost_rules[_p] = _integer_pow
     elif _p.name != "stop_gradient":
         cost_rules[_p] = lambda e: (_out_size(e), 0)
 for _p in _primitives(reductions):
