@@ -26,11 +26,10 @@ from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy instal
 from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
-__all__ = ["Array", "block_until_ready", "checkpoint", "checkpoint_policies",
-           "clear_caches", "config", "custom_jvp", "custom_vjp", "debug_infs",
-           "debug_nans", "default_backend", "default_device", "default_matmul_precision",
-           "device_count", "device_get", "device_put", "devices", "disable_jit",
-           "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "linearize",
-           "local_device_count", "local_devices", "log_compiles", "make_jaxpr",
-           "numpy_rank_promotion", "pure_callback", "remat", "ShapeDtypeStruct",
+__all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "checkpoint_policies",
+           "clear_caches", "config", "custom_jvp", "custom_vjp", "debug_infs", "debug_nans",
+           "default_backend", "default_device", "default_matmul_precision", "device_count",
+           "device_get", "device_put", "devices", "disable_jit", "eval_shape", "grad", "hessian",
+           "jacfwd", "jacrev", "jit", "jvp", "linearize", "local_device_count", "local_devices",
+           "log_compiles", "make_jaxpr", "numpy_rank_promotion", "pure_callback", "remat",
            "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
