@@ -202,6 +202,14 @@ class _Entry:
             placed = self._placed[be] = [place(c) for c in self.consts]
         return placed
 
+    def call(self, flat: list, name: str, backend: str | None) -> list:
+        """jit_p bound on the argument leaves `flat` (the constants on the program's backend
+        when called eagerly): the output leaves."""
+        consts = self.consts
+        if core._state.trace is core.eval_trace and consts:
+            consts = self.consts_on(_backend(backend))
+        return jit_p.bind(*consts, *flat, jaxpr=self.closed, name=name, backend=backend)
+
 
 class _Stage:
     """What the stages of `jit(f)` for one argument signature share (JAX's
@@ -305,11 +313,7 @@ class Compiled(_Stage):
         if bad:
             raise TypeError(f"{self.fun_name}: the argument types differ from those it was "
                             f"compiled for: {'; '.join(bad)}")
-        consts = self._entry.consts
-        if core._state.trace is core.eval_trace and consts:
-            consts = self._entry.consts_on(_backend(self.backend))
-        outs = jit_p.bind(*consts, *flat, jaxpr=self.jaxpr, name=self.fun_name,
-                          backend=self.backend)
+        outs = self._entry.call(flat, self.fun_name, self.backend)
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 
@@ -403,7 +407,8 @@ class JitWrapped:
     def __call__(self, *args, **kwargs):
         if config.jax_disable_jit:
             return self.fun(*args, **kwargs)
-        if core._state.trace is core.eval_trace and self._fast:
+        key = None
+        if core._state.trace is core.eval_trace:
             # The fast path: every argument an Array (or a pytree of Arrays), compiled
             # before for these avals, tree, static values and config (`_fast_key`).
             leaves, key = self._fast_key(args, kwargs)
@@ -416,14 +421,9 @@ class JitWrapped:
                 outs = [Array(o, a, be) for o, a in zip(fn(*consts, *vals), out_avals)]
                 return tree_util.tree_unflatten(out_tree, outs)
         entry, flat, _, _ = self._entry(args, kwargs)
-        consts = entry.consts
-        if core._state.trace is core.eval_trace and consts:
-            consts = entry.consts_on(_backend(self.backend))
-        outs = jit_p.bind(*consts, *flat, jaxpr=entry.closed, name=self.__name__,
-                          backend=self.backend)
-        if (core._state.trace is core.eval_trace and all(type(x) is Array for x in flat)
-                and all(type(c) is Array for c in entry.consts)):
-            self._remember_fast(args, kwargs, entry)
+        outs = entry.call(flat, self.__name__, self.backend)
+        if key is not None and all(type(c) is Array for c in entry.consts):
+            self._remember_fast(key, entry)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _fast_key(self, args, kwargs) -> tuple:
@@ -457,13 +457,10 @@ class JitWrapped:
             key.append(x.aval)
         return leaves, tuple(key)
 
-    def _remember_fast(self, args, kwargs, entry):
-        """Keep what a call with these arguments' avals (tree, static values) needs, for
-        `__call__`'s fast path: the program, its constants on its backend, the outputs'
-        avals and tree."""
-        _, key = self._fast_key(args, kwargs)
-        if key is None:
-            return
+    def _remember_fast(self, key: tuple, entry: _Entry):
+        """Keep under `key` (`_fast_key`) what a call with these arguments' avals (tree,
+        static values) needs, for `__call__`'s fast path: the program, its constants on its
+        backend, the outputs' avals and tree."""
         be = _backend(self.backend)
         fn = compiled_for(entry.closed, be)
         if getattr(fn, "_checked", False):     # numba: its program, past the first-call checks
