@@ -154,8 +154,7 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
     Device, backend name or platform) puts the result there (fnad.device_put).
     """
     if device is not None:
-        from fnad.devices import device_put
-        return device_put(asarray(a, dtype, order, copy=copy), device)
+        return placed(asarray(a, dtype, order, copy=copy), device)
     if order not in (None, "C", "K", "A"):
         raise NotImplementedError(f"fnad.numpy.asarray: order={order!r} is not supported")
     t = type(a)
@@ -181,6 +180,16 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None, *,
         # A private copy: fnad arrays are immutable, and the caller may write to `a` later.
         value = np.array(a, dtype=dt, copy=True)
     return _wrap_numpy(value, weak)
+
+
+def placed(out, device):
+    """`out` on `device` (a Device, a backend name or a platform), as JAX's `device=`
+    argument of asarray and the creation functions; where the default backend puts it for
+    None (and under a transformation, where placement is jit's)."""
+    if device is None:
+        return out
+    from fnad.devices import device_put
+    return device_put(out, device)
 
 
 def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True, order: str | None = "K",

@@ -24,6 +24,7 @@ from fnad.numpy._core import (
     canonicalize_axis,
     check_arraylike,
     ensure_array,
+    placed,
 )
 from fnad.numpy._shape import broadcast_to, moveaxis, reshape
 from fnad.numpy._ufuncs import add, floor, multiply, power
@@ -52,16 +53,6 @@ def _shape(shape) -> tuple[int, ...]:
     if any(d < 0 for d in out):
         raise ValueError(f"negative dimensions are not allowed, got shape {out}")
     return out
-
-
-def placed(out, device):
-    """`out` on `device` (a Device, a backend name or a platform), as JAX's `device=`
-    argument of the creation functions; where the default backend puts it for None (and
-    under a transformation, where placement is jit's)."""
-    if device is None:
-        return out
-    from fnad.devices import device_put
-    return device_put(out, device)
 
 
 def _default_dtype(dtype) -> np.dtype:

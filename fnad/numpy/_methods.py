@@ -21,7 +21,7 @@ from fnad.numpy import _logic as lo
 from fnad.numpy import _reductions as rd
 from fnad.numpy import _shape as sh
 from fnad.numpy import _ufuncs as uf
-from fnad.numpy._creation import placed
+from fnad.numpy._core import placed
 from fnad.primitives import logic as lg
 from fnad.primitives import shape_ops as so
 
