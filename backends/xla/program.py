@@ -115,32 +115,36 @@ def _name(eqn, ins, *, name):
     return [ins[0]]
 
 
-def _debug_callback(eqn, ins, *, callback, ordered):
+def _host_rule(rule, eqn, params: dict):
+    """A function for jax's host callbacks running fnad's eager `rule` (debug_callback's,
+    pure_callback's) on the operands as NumPy-backend Arrays of the equation's avals; the
+    rule copies what the user's function gets, as it does eagerly."""
     from fnad.backends import get_backend
     host = get_backend("numpy")
     avals = [a.aval for a in eqn.invars]
 
-    def on_host(*vals):                                # as fnad.debug's eager rule: Arrays
-        callback(*[core.Array(np.array(v, a.dtype, copy=True), a, host)
-                   for v, a in zip(vals, avals)])
-    jax.debug.callback(on_host, *ins, ordered=ordered)
+    def on_host(*vals):
+        return rule(*[core.Array(np.asarray(v, a.dtype), a, host)
+                      for v, a in zip(vals, avals)], **params)
+    return on_host
+
+
+def _debug_callback(eqn, ins, *, callback, ordered):
+    from fnad.debug import debug_callback_eager
+    jax.debug.callback(_host_rule(debug_callback_eager, eqn,
+                                  dict(callback=callback, ordered=ordered)),
+                       *ins, ordered=ordered)
     return []
 
 
 def _pure_callback(eqn, ins, *, callback, result_avals, result_tree, vmap_method):
-    from fnad.backends import get_backend
     from fnad.callback import pure_callback_eager
-    host = get_backend("numpy")
-    avals = [a.aval for a in eqn.invars]
-    params = dict(callback=callback, result_avals=result_avals, result_tree=result_tree,
-                  vmap_method=vmap_method)
-
-    def on_host(*vals):              # fnad's eager rule: Arrays in, results checked
-        outs = pure_callback_eager(*[core.Array(np.array(v, a.dtype, copy=True), a, host)
-                                     for v, a in zip(vals, avals)], **params)
-        return [np.asarray(o._value) for o in outs]
+    rule = _host_rule(pure_callback_eager, eqn, dict(
+        callback=callback, result_avals=result_avals, result_tree=result_tree,
+        vmap_method=vmap_method))
     shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in result_avals]
-    return list(jax.pure_callback(on_host, shapes, *ins, vmap_method="sequential"))
+    return list(jax.pure_callback(lambda *vals: [np.asarray(o._value) for o in rule(*vals)],
+                                  shapes, *ins, vmap_method="sequential"))
 
 
 _higher_order = {
