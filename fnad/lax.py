@@ -13,6 +13,7 @@ from fnad.core import get_aval as _get_aval
 from fnad.primitives import decompositions as linalg  # noqa: F401  (as jax.lax.linalg)
 from fnad.primitives import logic as _logic
 from fnad.primitives.control_flow import *  # noqa: F401,F403
+from fnad.primitives.convolution import *  # noqa: F401,F403
 from fnad.primitives.cumulative import *  # noqa: F401,F403
 from fnad.primitives.elementwise import *  # noqa: F401,F403
 from fnad.primitives.indexing import *  # noqa: F401,F403

@@ -11,6 +11,7 @@ scan, while: the higher-order primitives, whose params hold sub-jaxprs).
 """
 from fnad.primitives import (cumulative, decompositions, elementwise, indexing,  # noqa: F401
                              linalg, logic, reductions, shape_ops, sorting)
+from fnad.primitives import convolution  # noqa: F401,E402
 from fnad.primitives import control_flow  # noqa: F401,E402
 # The public API for user primitives: declare one, then its rules with the def_* methods
 # (def_abstract_eval, def_impl(fn, backend=...), def_jvp or def_vjp, def_transpose,

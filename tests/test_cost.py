@@ -83,3 +83,29 @@ def test_a_train_step_counts_its_products():
     forward = 2 * 32 * 16 * 8 + 2 * 32 * 8 * 4                    # x @ w1, h @ w2
     backward = 2 * 32 * 4 * 8 + 2 * 8 * 32 * 4 + 2 * 16 * 32 * 8   # dh, dw2, dw1 (no dx)
     assert forward + backward <= flops <= (forward + backward) * 1.1, flops
+
+
+CONVOLUTIONS = {                                       # lhs shape, rhs shape, params
+    "valid": ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(1, 1), padding="VALID")),
+    "same, strided, grouped": ((2, 6, 9, 8), (4, 3, 3, 2), dict(
+        window_strides=(2, 1), padding="SAME", feature_group_count=2)),
+    "batch groups": ((4, 3, 9, 8), (6, 3, 3, 2), dict(
+        window_strides=(1, 1), padding="VALID", batch_group_count=2)),
+    "dilated, cropped": ((2, 3, 9, 8), (4, 3, 3, 2), dict(
+        window_strides=(2, 1), padding=((2, -1), (1, 3)), lhs_dilation=(2, 1),
+        rhs_dilation=(1, 3))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVOLUTIONS))
+def test_convolution_flops_match_xla(name):
+    """XLA counts only the window taps that land on an input element, not on a pad or a
+    hole of lhs's dilation."""
+    jax = pytest.importorskip("jax", reason="the oracle is XLA's cost analysis, through jax")
+    ls, rs, params = CONVOLUTIONS[name]
+    x, w = np.ones(ls, np.float32), np.ones(rs, np.float32)
+    ours = _ours(lambda x, w: lax.conv_general_dilated(x, w, **params), x, w)
+    theirs = jax.jit(lambda x, w: jax.lax.conv_general_dilated(x, w, **params)).lower(
+        x, w).compile().cost_analysis()
+    theirs = theirs[0] if isinstance(theirs, list) else theirs
+    assert ours["flops"] == theirs["flops"], (ours, theirs)

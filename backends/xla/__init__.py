@@ -121,4 +121,5 @@ def devices() -> list:
 
 from fnad.backends.xla import (cumulative, elementwise, indexing, linalg,  # noqa: E402,F401
                                logic, reductions, shape_ops, sorting)
+from fnad.backends.xla import convolution  # noqa: E402,F401
 from fnad.backends.xla.program import compile  # noqa: E402,F401,A004

@@ -4,7 +4,9 @@
 returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
 
     flops            2·M·N·K per dot_general (the output's size times its contracted
-                     size, times 2); one per output element of an elementwise or
+                     size, times 2); 2·N·O·I per window tap of a convolution that
+                     reads an input element (XLA leaves out the pads and the holes of
+                     a dilation); one per output element of an elementwise or
                      comparison op (integer_pow(x, y): |y| - 1 multiplies, one more
                      for a negative y); in - out elements for a reduction; one per
                      element for a cumulative op; n·⌈log2 n⌉ per sorted row; n³/3
@@ -28,7 +30,7 @@ from collections.abc import Callable
 
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
-from fnad.primitives import (cumulative, decompositions, elementwise, linalg, logic,
+from fnad.primitives import (convolution, cumulative, decompositions, elementwise, linalg, logic,
                              reductions, sorting)
 
 __all__ = ["cost_analysis", "cost_rules"]
@@ -81,6 +83,29 @@ def _dot_general(eqn: JaxprEqn):
     return 2 * _out_size(eqn) * math.prod(lhs[d] for d in contract), 0
 
 
+def _window_taps(n: int, k: int, y: int, stride: int, lo: int, ld: int, rd: int) -> int:
+    """The (output position, window position) pairs of one spatial dim that read an element
+    of the input, not a pad or a dilation hole: what XLA counts."""
+    taps = 0
+    for i in range(n):                                 # input element i sits at i·ld + lo
+        for j in range(k):
+            start = i * ld + lo - j * rd               # = out position · stride
+            taps += start >= 0 and start % stride == 0 and start // stride < y
+    return taps
+
+
+def _conv_general_dilated(eqn: JaxprEqn):
+    lhs, rhs = (v.aval.shape for v in eqn.invars)
+    out = eqn.outvars[0].aval.shape
+    p = eqn.params
+    lspec, rspec, ospec = p["dimension_numbers"]
+    taps = math.prod(_window_taps(lhs[ld_], rhs[rd_], out[od], *args)
+                     for ld_, rd_, od, *args in zip(
+                         lspec[2:], rspec[2:], ospec[2:], p["window_strides"],
+                         (lo for lo, _ in p["padding"]), p["lhs_dilation"], p["rhs_dilation"]))
+    return 2 * out[ospec[0]] * rhs[rspec[0]] * rhs[rspec[1]] * taps, 0
+
+
 def _sorted_rows(axis_param: str):
     def rule(eqn: JaxprEqn):
         shape = eqn.invars[0].aval.shape
@@ -103,6 +128,7 @@ def _triangular_solve(eqn: JaxprEqn):
 
 cost_rules.update({
     linalg.dot_general_p: _dot_general,
+    convolution.conv_general_dilated_p: _conv_general_dilated,
     sorting.sort_p: _sorted_rows("dimension"),
     sorting.top_k_p: _sorted_rows("axis"),
     decompositions.cholesky_p: _cubed(1 / 3),
