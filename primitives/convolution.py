@@ -34,7 +34,7 @@ from fnad import dtypes
 from fnad.core import (Primitive, ShapedArray, abstract_eval_rules, batch_rules, get_aval,
                        is_undefined, jvp_rules, nonzero, shape_error, transpose_rules)
 from fnad.primitives import shape_ops as so
-from fnad.primitives._util import NUM, add_tangents, check_kind
+from fnad.primitives._util import ANY, add_tangents, check_kind
 from fnad.primitives.linalg import canonicalize_precision, dot_general_result_dtype
 
 __all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
@@ -208,8 +208,8 @@ def conv_general_dilated_abstract_eval(lhs, rhs, *, window_strides, padding, lhs
                                        rhs_dilation, dimension_numbers, feature_group_count,
                                        batch_group_count, precision, preferred_element_type):
     name = "conv_general_dilated"
-    check_kind(name, lhs, NUM, " (lhs)")
-    check_kind(name, rhs, NUM, " (rhs)")
+    check_kind(name, lhs, ANY, " (lhs)")
+    check_kind(name, rhs, ANY, " (rhs)")
     if lhs.dtype != rhs.dtype:
         raise shape_error(name, f"requires lhs and rhs to have the same dtype, got "
                                 f"{lhs.dtype.name} and {rhs.dtype.name}")

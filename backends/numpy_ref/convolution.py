@@ -7,7 +7,8 @@ position reads at that kernel offset; one matmul per position with the kernel's 
 slice at k, accumulated, gives the output (the window positions are few: 9 for a 3×3
 kernel; a full im2col buffer would be K times the input). Groups are a batch dim of
 those matmuls: [groups, M, I] @ [groups, I, Og]. float16/bfloat16 accumulate in float32,
-as XLA's CPU backend does; integers accumulate in their own dtype (NumPy's matmul).
+as XLA's CPU backend does; integers accumulate in their own dtype (NumPy's matmul), booleans in int32 (the
+result is any(lhs and rhs) over the window).
 """
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
     lspec, rspec, ospec = dimension_numbers
     out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     cdt = _compute_dtype(out_dtype)
+    if out_dtype == np.bool_:                           # logical: any(a and b), via int32
+        cdt = np.dtype(np.int32)
     x = np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])).astype(cdt, copy=False)
     w = np.transpose(rhs, (*rspec[2:], rspec[1], rspec[0])).astype(cdt, copy=False)
     N, C, O = x.shape[0], x.shape[-1], w.shape[-1]     # w: [*K, I, O]
@@ -74,6 +77,8 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
     out = acc.transpose(1, 0, 2).reshape(Nb, *out_sp, O)         # [N', *Y, O]
     out = out.transpose(0, n + 1, *range(1, n + 1))              # [N', O, *Y]
     out = np.transpose(out, tuple(int(d) for d in np.argsort(ospec)))
+    if out_dtype == np.bool_:
+        return np.ascontiguousarray(out != 0)
     return np.ascontiguousarray(out).astype(out_dtype, copy=False)
 
 

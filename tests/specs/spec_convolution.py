@@ -5,8 +5,8 @@ window, each lhs index found from the padded, dilated coordinate (so negative pa
 and rhs dilation and strides need no array manipulation that could share a bug with the
 backend's unfolding). Cases: 1-, 2- and 3-d; the default and channels-last layouts and a
 scrambled one; SAME padding with strides; negative pads; both dilations; feature groups
-(depthwise too) and batch groups; an output with no elements; complex64; int32, and int8
-with an int32 preferred_element_type.
+(depthwise too) and batch groups; an output with no elements; complex64; int32, int8
+with an int32 preferred_element_type, and bool (any(lhs and rhs) over the window).
 """
 import itertools
 
@@ -46,7 +46,8 @@ def _loop_conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, dn, G, B, out_dtype
                 else:
                     total += x[(n, c, *idx)] * w[(o, i, *k)]
             out[(n_out, o, *y)] = total
-    return np.transpose(out, np.argsort(ospec)).astype(out_dtype)
+    out = np.transpose(out, np.argsort(ospec))
+    return out != 0 if out_dtype == np.bool_ else out.astype(out_dtype)
 
 
 def conv(ls, rs, name, *, strides=None, padding="VALID", lhs_dilation=None,
@@ -116,6 +117,7 @@ SPECS = [
     conv((2, 2, 5), (2, 2, 3), "complex64", padding="SAME", dtype=c64, rtol=1e-5, atol=1e-5),
     conv((2, 3, 5), (2, 3, 2), "int32", dtype=i32, strides=(2,), diff=()),
     conv((2, 3, 5), (2, 3, 2), "int8-to-int32", dtype=i8, pet=i32, diff=()),
+    conv((2, 3, 6), (2, 3, 2), "bool", dtype=np.bool_, diff=()),
     conv_transpose((2, 4, 3), (3, 3, 2), "transpose-1d-same-stride2", (2,), "SAME"),
     conv_transpose((1, 3, 2, 2), (2, 2, 2, 3), "transpose-2d-valid", (2, 1), "VALID"),
 ]

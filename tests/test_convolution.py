@@ -1,0 +1,193 @@
+"""The convolution wrappers against jax.lax (conv_dimension_numbers, padtype_to_pads, conv,
+conv_with_general_padding, conv_transpose, conv_general_dilated_patches), a small CNN's
+gradients under jit on each backend, and the errors. The primitive itself (values against
+a looped reference, JVPs, transposes, vmap, jax) is covered by tests/specs/spec_convolution.py
+through test_primitives.py and test_batching.py."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import fnad
+from fnad import lax
+
+try:
+    import jax
+except ImportError:  # pragma: no cover - exercised only without the dev extra
+    jax = None
+
+needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed (the oracle)")
+RNG = np.random.default_rng(0)
+
+
+def _normal(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@needs_jax
+@pytest.mark.parametrize("specs", [("NCHW", "OIHW", "NCHW"), ("NHWC", "HWIO", "NHWC"),
+                                   ("NWHC", "WHIO", "CHWN"), ("NCH", "OIH", "NHC"),
+                                   ("NDHWC", "DHWIO", "NDHWC")])
+def test_dimension_numbers_match_jax(specs):
+    shape = (2,) * len(specs[0])
+    ours = lax.conv_dimension_numbers(shape, shape, specs)
+    theirs = jax.lax.conv_dimension_numbers(shape, shape, specs)
+    assert tuple(map(tuple, ours)) == tuple(map(tuple, theirs))
+    assert lax.conv_dimension_numbers(shape, shape, None) == tuple(
+        map(tuple, jax.lax.conv_dimension_numbers(shape, shape, None)))
+
+
+@needs_jax
+def test_padtype_to_pads_matches_jax():
+    for n, k, s, kind in itertools.product(range(1, 8), range(1, 5), range(1, 4),
+                                           ["SAME", "SAME_LOWER", "VALID"]):
+        ours = lax.padtype_to_pads((n,), (k,), (s,), kind)
+        theirs = jax.lax.padtype_to_pads((n,), (k,), (s,), kind)
+        assert [tuple(p) for p in ours] == [tuple(p) for p in theirs], (n, k, s, kind)
+
+
+@needs_jax
+def test_conv_and_conv_with_general_padding_match_jax():
+    x, w = _normal(2, 3, 8, 7), _normal(4, 3, 3, 2)
+    for strides, padding in [((1, 1), "SAME"), ((2, 1), "VALID"), ((1, 2), ((1, 0), (2, 1)))]:
+        np.testing.assert_allclose(lax.conv(x, w, strides, padding),
+                                   jax.lax.conv(x, w, strides, padding), rtol=1e-5, atol=1e-5)
+    args = (x, w, (2, 1), ((1, 2), (0, -1)), (1, 2), (2, 1))
+    np.testing.assert_allclose(lax.conv_with_general_padding(*args),
+                               jax.lax.conv_with_general_padding(*args), rtol=1e-5, atol=1e-5)
+
+
+@needs_jax
+@pytest.mark.parametrize("padding", ["SAME", "VALID", ((1, 2),)])
+@pytest.mark.parametrize("transpose_kernel", [False, True])
+def test_conv_transpose_matches_jax(padding, transpose_kernel):
+    for k, s, d in itertools.product(range(1, 5), range(1, 4), (1, 2)):
+        x, w = _normal(2, 5, 3), _normal(k, 3, 3)          # NHC, HIO (I = O = 3)
+        ours = lax.conv_transpose(x, w, (s,), padding, rhs_dilation=(d,),
+                                  transpose_kernel=transpose_kernel)
+        theirs = jax.lax.conv_transpose(x, w, (s,), padding, rhs_dilation=(d,),
+                                        transpose_kernel=transpose_kernel)
+        assert ours.shape == theirs.shape, (k, s, d)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5, err_msg=str((k, s, d)))
+
+
+def test_conv_transpose_with_the_kernel_transposed_is_the_gradient():
+    """conv_transpose(g, w, s, pads, transpose_kernel=True) is the VJP of a stride-s
+    convolution with respect to its input, when the pads are those of the VJP."""
+    x, w = _normal(2, 9, 8, 3), _normal(3, 3, 3, 4)        # NHWC, HWIO
+    dn = ("NHWC", "HWIO", "NHWC")
+    y, vjp = fnad.vjp(lambda x: lax.conv_general_dilated(x, w, (2, 2), "VALID",
+                                                         dimension_numbers=dn), x)
+    g = _normal(*y.shape)
+    # in = 9: dilated g spans 7, window 3: pads (2, 2); in = 8: spans 5, pads (2, 3)
+    got = lax.conv_transpose(g, w, (2, 2), ((2, 2), (2, 3)), dimension_numbers=dn,
+                             transpose_kernel=True)
+    np.testing.assert_allclose(got, vjp(g)[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_jax
+@pytest.mark.parametrize("dn", [None, ("NHWC", "HWIO", "NHWC")])
+def test_patches_match_jax(dn):
+    x = _normal(2, 3, 6, 5) if dn is None else _normal(2, 6, 5, 3)
+    for filt, strides, padding in [((2, 2), (1, 1), "VALID"), ((3, 2), (2, 1), "SAME")]:
+        ours = lax.conv_general_dilated_patches(x, filt, strides, padding,
+                                                dimension_numbers=dn)
+        theirs = jax.lax.conv_general_dilated_patches(x, filt, strides, padding,
+                                                      dimension_numbers=dn)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
+@needs_jax
+def test_half_precision_with_a_float32_result_matches_jax():
+    x, w = _normal(2, 3, 7, dtype=np.float16), _normal(2, 3, 3, dtype=np.float16)
+    ours = lax.conv_general_dilated(x, w, (1,), "SAME", preferred_element_type=np.float32)
+    theirs = jax.lax.conv_general_dilated(x, w, (1,), "SAME",
+                                          preferred_element_type=np.float32)
+    assert ours.dtype == theirs.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3)
+
+
+def _cnn_loss(conv, relu, params, x):
+    """Two convolutions (NHWC, a strided one and a depthwise one), relu, a mean."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = relu(conv(x, params["w1"], (1, 1), "SAME", dimension_numbers=dn) + params["b1"])
+    h = relu(conv(h, params["w2"], (2, 2), "SAME", dimension_numbers=dn))
+    h = conv(h, params["w3"], (1, 1), "VALID", dimension_numbers=dn, feature_group_count=4)
+    return (h * h).mean()
+
+
+def _cnn_params():
+    return {"w1": _normal(3, 3, 2, 4) * 0.5, "b1": _normal(4) * 0.1,
+            "w2": _normal(3, 3, 4, 4) * 0.3, "w3": _normal(2, 2, 1, 8) * 0.5}
+
+
+BACKENDS = ["numpy", "numba"] + (["xla"] if jax is not None else [])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_small_cnn_under_jit_matches_eager(backend):
+    params, x = _cnn_params(), _normal(2, 9, 8, 2)
+    loss = lambda p, x: _cnn_loss(lax.conv_general_dilated, fnad.nn.relu, p, x)  # noqa: E731
+    want_v, want_g = fnad.value_and_grad(loss)(params, x)
+    got_v, got_g = fnad.jit(fnad.value_and_grad(loss), backend=backend)(params, x)
+    np.testing.assert_allclose(got_v, want_v, rtol=1e-5)
+    for k in params:
+        np.testing.assert_allclose(got_g[k], want_g[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+@needs_jax
+def test_a_small_cnn_gradient_matches_jax():
+    params, x = _cnn_params(), _normal(2, 9, 8, 2)
+    ours = fnad.grad(lambda p: _cnn_loss(lax.conv_general_dilated, fnad.nn.relu, p, x))(params)
+    theirs = jax.grad(lambda p: _cnn_loss(jax.lax.conv_general_dilated, jax.nn.relu, p, x))(
+        params)
+    for k in params:
+        np.testing.assert_allclose(ours[k], theirs[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_per_example_gradients_through_vmap():
+    params, xs = _cnn_params(), _normal(3, 1, 9, 8, 2)
+    loss = lambda p, x: _cnn_loss(lax.conv_general_dilated, fnad.nn.relu, p, x)  # noqa: E731
+    per = fnad.vmap(fnad.grad(loss), in_axes=(None, 0))(params, xs)
+    for i in range(3):
+        one = fnad.grad(loss)(params, xs[i])
+        for k in params:
+            np.testing.assert_allclose(per[k][i], one[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x, w: lax.conv(x, w[:, :2], (1, 1), "VALID"),
+     "divided by feature_group_count (1) must equal rhs's input feature dimension (size 2)"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", feature_group_count=2),
+     "feature_group_count 2 must divide lhs's feature dimension (size 3"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", feature_group_count=3,
+                                           batch_group_count=2),
+     "at most one of feature_group_count"),
+    (lambda x, w: lax.conv(x, w, (1,), "VALID"),
+     "window_strides must have one entry per spatial dimension (2)"),
+    (lambda x, w: lax.conv(x, w, (0, 1), "VALID"), "window_strides must be positive"),
+    (lambda x, w: lax.conv(x, w, (1, 1), ((1, 1),)),
+     "padding must have one (low, high) pair per spatial dimension"),
+    (lambda x, w: lax.conv(x, w, (1, 1), "FULL"), "unknown padding 'FULL'"),
+    (lambda x, w: lax.conv(x, w[0], (1, 1), "VALID"), "must have the same rank"),
+    (lambda x, w: lax.conv(x, w.astype(np.float16), (1, 1), "VALID"),
+     "requires lhs and rhs to have the same dtype, got float32 and float16"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", lhs_dilation=(2, 1)),
+     "string padding 'SAME' is not defined for a transposed convolution"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID",
+                                           dimension_numbers=("NHWC", "HWOI", "NHW")),
+     "the out spec 'NHW' must contain 'N' and 'C' once each"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID",
+                                           dimension_numbers=("NHWC", "HWIO", "NHDC")),
+     "must name the same spatial dimensions"),
+    (lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID",
+                                           dimension_numbers=("NCH", "OIH", "NCH")),
+     "has 3 dimensions, the arrays have rank 4"),
+])
+def test_errors_say_what_is_wrong(call, message):
+    x, w = _normal(2, 3, 6, 5), _normal(4, 3, 3, 2)
+    with pytest.raises((TypeError, ValueError)) as info:
+        call(x, w)
+    assert message in str(info.value)
