@@ -7,8 +7,8 @@ position reads at that kernel offset; one matmul per position with the kernel's 
 slice at k, accumulated, gives the output (the window positions are few: 9 for a 3×3
 kernel; a full im2col buffer would be K times the input). Groups are a batch dim of
 those matmuls: [groups, M, I] @ [groups, I, Og]. float16/bfloat16 accumulate in float32,
-as XLA's CPU backend does; integers accumulate in their own dtype (NumPy's matmul), booleans in int32 (the
-result is any(lhs and rhs) over the window).
+as XLA's CPU backend does; integers accumulate in their own dtype (NumPy's matmul),
+booleans in int32 (the result is any(lhs and rhs) over the window).
 """
 from __future__ import annotations
 
