@@ -3,16 +3,18 @@
 lhs goes to the canonical layout channels-last, [N, *S, C]; it is dilated (zeros between
 its elements) and padded (a negative pad crops) into a buffer P. For each position k of the
 window, the strided view P[:, k·rd : ... : stride, :] is the [N, *Y, C] slab every output
-position reads at that kernel offset; one matmul per position with the kernel's [C, O]
-slice at k, accumulated, gives the output (the window positions are few: 9 for a 3×3
-kernel; a full im2col buffer would be K times the input). Groups are a batch dim of
-those matmuls: [groups, M, I] @ [groups, I, Og]. float16/bfloat16 accumulate in float32,
+position reads at that kernel offset. A chunk of images at a time (its patches a few MB),
+those slabs are copied side by side into a patch matrix [N·Y, K·C] (im2col), and one
+matmul with the kernel as [K·C, O] gives the chunk's output: one GEMM with a long
+contraction instead of K short ones. Groups are a batch dim of that matmul:
+[groups, rows, K·I] @ [groups, K·I, Og]. float16/bfloat16 accumulate in float32,
 as XLA's CPU backend does; integers accumulate in their own dtype (NumPy's matmul),
 booleans in int32 (the result is any(lhs and rhs) over the window).
 """
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -20,6 +22,8 @@ from fnad.backends.numpy_ref import impl_rules
 from fnad.backends.numpy_ref.linalg import _compute_dtype
 from fnad.primitives import convolution as cv
 from fnad.primitives.linalg import dot_general_result_dtype
+
+_PATCH_BYTES = 8 << 20       # the patches of one chunk of images: a few MB, as BLAS likes
 
 
 def _dilated_padded(x: np.ndarray, lhs_dilation, padding) -> np.ndarray:
@@ -59,22 +63,42 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
     G, B = feature_group_count, batch_group_count
     groups, Nb = max(G, B), N // B
     I, Og = C // G, O // groups
-    M = Nb * int(np.prod(out_sp, dtype=np.int64))
-    acc = np.zeros((groups, M, Og), cdt)               # [groups, N'·Y, Og]
-    if M and Og and I and all(window):
-        P = _dilated_padded(x, lhs_dilation, padding)
-        for k in itertools.product(*(range(n) for n in window)):
-            view = P[(slice(None),
-                      *(slice(j * rd, j * rd + (y - 1) * s + 1, s)
-                        for j, rd, y, s in zip(k, rhs_dilation, out_sp, window_strides)),
-                      slice(None))]                     # [N, *Y, C]
-            if B > 1:                                   # [B, N'·Y, C]
-                a = view.reshape(B, M, C)
-            else:                                       # [G, N·Y, I]
-                a = view.reshape(M, G, I).transpose(1, 0, 2)
-            acc += np.matmul(a, w[k].reshape(I, groups, Og).transpose(1, 0, 2))
-    n = len(out_sp)
-    out = acc.transpose(1, 0, 2).reshape(Nb, *out_sp, O)         # [N', *Y, O]
+    Kp, Yp = math.prod(window), math.prod(out_sp)
+    if not (Nb and Yp and Og and I and Kp):             # nothing, or sums of nothing
+        return _finish(np.zeros((Nb, *out_sp, O), cdt), ospec, out_dtype)
+    out = np.empty((Nb, *out_sp, O), cdt)
+    P = _dilated_padded(x, lhs_dilation, padding)
+    P = P.reshape(B, Nb, *P.shape[1:])                  # batch groups first
+    # the kernel as [groups, K·I, Og]: rows in the order of a patch's elements
+    wg = w.reshape(Kp, I, groups, Og).transpose(2, 0, 1, 3).reshape(groups, Kp * I, Og)
+    step = max(1, _PATCH_BYTES // (B * Yp * Kp * C * P.itemsize))   # images per chunk
+    n = len(window)
+    for n0 in range(0, Nb, step):
+        n1 = min(Nb, n0 + step)
+        patches = np.empty((B, n1 - n0, *out_sp, *window, C), cdt)
+        if Kp <= Yp:                                    # per window position: all outputs
+            for k in itertools.product(*map(range, window)):
+                patches[(slice(None),) * (2 + n) + k] = P[(slice(None), slice(n0, n1), *(
+                    slice(i * rd, i * rd + (y - 1) * s + 1, s)
+                    for i, rd, y, s in zip(k, rhs_dilation, out_sp, window_strides)))]
+        else:                                           # per output position: its window
+            for y in itertools.product(*map(range, out_sp)):
+                patches[(slice(None), slice(None)) + y] = P[(slice(None), slice(n0, n1), *(
+                    slice(j * s, j * s + (k - 1) * rd + 1, rd)
+                    for j, s, k, rd in zip(y, window_strides, window, rhs_dilation)))]
+        rows = (n1 - n0) * Yp
+        if G > 1:                                       # [rows, K, G, I] -> [G, rows, K·I]
+            a = patches.reshape(rows, Kp, G, I).transpose(2, 0, 1, 3).reshape(G, rows, Kp * I)
+        else:                                           # [B, rows, K·C]
+            a = patches.reshape(B, rows, Kp * C)
+        res = np.matmul(a, wg)                          # [groups, rows, Og]
+        out[n0:n1] = res.transpose(1, 0, 2).reshape(n1 - n0, *out_sp, O)
+    return _finish(out, ospec, out_dtype)
+
+
+def _finish(out: np.ndarray, ospec, out_dtype) -> np.ndarray:
+    """out [N', *Y, O] in the layout of `ospec`, in the output dtype."""
+    n = out.ndim - 2
     out = out.transpose(0, n + 1, *range(1, n + 1))              # [N', O, *Y]
     out = np.transpose(out, tuple(int(d) for d in np.argsort(ospec)))
     if out_dtype == np.bool_:
