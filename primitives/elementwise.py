@@ -52,6 +52,15 @@ def _aval(x) -> ShapedArray:
     return x.aval if is_undefined(x) else _get_aval(x)
 
 
+def _out_shaped(t, out):
+    """A tangent in the shape of `out`: the tangent of a scalar operand of an op on arrays
+    (x + c with only c varying) is broadcast."""
+    if t is None or np.shape(t) == np.shape(out):
+        return t
+    from fnad.primitives.shape_ops import broadcast_in_dim
+    return broadcast_in_dim(t, np.shape(out), ())
+
+
 
 __all__ = [
     "add",
@@ -110,7 +119,8 @@ def add(x, y): return add_p.bind(*promote_scalars(x, y))
 abstract_eval_rules[add_p] = naryop_abstract_eval("add", NUM)
 def add_jvp(primals, tangents):                        # d(x + y) = dx + dy
     (x, y), (x_dot, y_dot) = primals, tangents
-    return add(x, y), add_tangents(x_dot, y_dot)
+    out = add(x, y)
+    return out, _out_shaped(add_tangents(x_dot, y_dot), out)
 jvp_rules[add_p] = add_jvp
 def add_transpose(ct, x, y):                           # x̄ = ct, ȳ = ct
     return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
@@ -125,7 +135,8 @@ def add_any(x, y): return add_any_p.bind(x, y)
 abstract_eval_rules[add_any_p] = naryop_abstract_eval("add_any", NUM)
 def add_any_jvp(primals, tangents):
     (x, y), (x_dot, y_dot) = primals, tangents
-    return add_any(x, y), add_tangents(x_dot, y_dot)
+    out = add_any(x, y)
+    return out, _out_shaped(add_tangents(x_dot, y_dot), out)
 jvp_rules[add_any_p] = add_any_jvp
 transpose_rules[add_any_p] = add_transpose
 batch_rules[add_any_p] = broadcasting_batch_rule(add_any_p)
@@ -137,7 +148,8 @@ def sub(x, y): return sub_p.bind(*promote_scalars(x, y))
 abstract_eval_rules[sub_p] = naryop_abstract_eval("sub", NUM)
 def sub_jvp(primals, tangents):                        # d(x - y) = dx - dy
     (x, y), (x_dot, y_dot) = primals, tangents
-    return sub(x, y), add_tangents(x_dot, neg(y_dot) if nonzero(y_dot) else None)
+    out = sub(x, y)
+    return out, _out_shaped(add_tangents(x_dot, neg(y_dot) if nonzero(y_dot) else None), out)
 jvp_rules[sub_p] = sub_jvp
 def sub_transpose(ct, x, y):                           # x̄ = ct, ȳ = -ct
     return [_unbroadcast(ct, _aval(x)) if is_undefined(x) else None,
@@ -200,8 +212,10 @@ def rem_jvp(primals, tangents):                        # x - y·trunc(x/y): dx -
     (x, y), (x_dot, y_dot) = primals, tangents
     q = div(x, y)
     trunc_q = mul(sign(q), floor(abs(q)))
-    return rem(x, y), add_tangents(x_dot if nonzero(x_dot) else None,
-                                   neg(mul(y_dot, trunc_q)) if nonzero(y_dot) else None)
+    out = rem(x, y)
+    return out, _out_shaped(add_tangents(x_dot if nonzero(x_dot) else None,
+                                         neg(mul(y_dot, trunc_q)) if nonzero(y_dot) else None),
+                            out)
 jvp_rules[rem_p] = rem_jvp
 batch_rules[rem_p] = broadcasting_batch_rule(rem_p)
 

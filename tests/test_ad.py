@@ -199,3 +199,23 @@ def test_vjp_checks_cotangent_structure():
     _, vjp_fn = fnad.vjp(lambda x: (x, x), X)
     with pytest.raises(TypeError, match="structure"):
         vjp_fn(X)
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "rem", "max", "min", "pow",
+                                  "atan2"])
+@pytest.mark.parametrize("scalar_first", [False, True])
+def test_a_scalar_operand_of_an_array_op_has_a_tangent_of_the_output_shape(name,
+                                                                           scalar_first):
+    """lax.add(x, c) with only the scalar c varying: its tangent is broadcast to x's shape
+    (add, sub and rem gave a rank-0 tangent, which the grad's sum then rejected)."""
+    x, c = np.array([0.5, 1.5, 2.5], np.float32), np.float32(1.25)
+    op = getattr(lax, name)
+    f = (lambda c: op(c, x)) if scalar_first else (lambda c: op(x, c))
+    _, t = fnad.jvp(f, (c,), (np.float32(1.0),))
+    assert np.shape(t) == (3,)
+    g = fnad.grad(lambda c: total(f(c)))(c)
+    np.testing.assert_allclose(g, np.sum(t), rtol=1e-6)
+    if jax is not None:
+        jop = getattr(jax.lax, name)
+        jf = (lambda c: jop(c, x)) if scalar_first else (lambda c: jop(x, c))
+        np.testing.assert_allclose(t, jax.jvp(jf, (c,), (np.float32(1.0),))[1], rtol=1e-6)
