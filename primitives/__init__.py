@@ -5,13 +5,14 @@ families: elementwise (arithmetic, transcendental, complex parts), logic
 (comparisons, bitwise, select_n, convert_element_type, stop_gradient),
 reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
 shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
-decompositions (cholesky, triangular_solve, lu),
-indexing (gather and the scatters), sorting (sort, top_k), control_flow (cond,
-scan, while: the higher-order primitives, whose params hold sub-jaxprs).
+convolution (conv_general_dilated), decompositions (cholesky, triangular_solve, lu),
+indexing (gather and the scatters), sorting (sort, top_k), windowed (reduce_window_sum,
+_max, _min: pooling), control_flow (cond, scan, while: the higher-order primitives, whose
+params hold sub-jaxprs).
 """
-from fnad.primitives import (cumulative, decompositions, elementwise, indexing,  # noqa: F401
-                             linalg, logic, reductions, shape_ops, sorting)
-from fnad.primitives import convolution  # noqa: F401,E402
+from fnad.primitives import (convolution, cumulative, decompositions,  # noqa: F401
+                             elementwise, indexing, linalg, logic, reductions, shape_ops,
+                             sorting, windowed)
 from fnad.primitives import control_flow  # noqa: F401,E402
 # The public API for user primitives: declare one, then its rules with the def_* methods
 # (def_abstract_eval, def_impl(fn, backend=...), def_jvp or def_vjp, def_transpose,

@@ -109,3 +109,29 @@ def test_convolution_flops_match_xla(name):
         x, w).compile().cost_analysis()
     theirs = theirs[0] if isinstance(theirs, list) else theirs
     assert ours["flops"] == theirs["flops"], (ours, theirs)
+
+
+WINDOWS = {                                            # operand shape, computation, params
+    "max pool 2x2 stride 2": ((2, 8, 8, 3), "max", dict(
+        window_dimensions=(1, 2, 2, 1), window_strides=(1, 2, 2, 1), padding="VALID")),
+    "avg pool 3x3 stride 2 same": ((2, 9, 9, 3), "add", dict(
+        window_dimensions=(1, 3, 3, 1), window_strides=(1, 2, 2, 1), padding="SAME")),
+    "min, dilated, cropped": ((6, 9), "min", dict(
+        window_dimensions=(2, 3), window_strides=(2, 1), padding=((-1, 1), (2, -1)),
+        base_dilation=(2, 1), window_dilation=(1, 2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_reduce_window_flops_match_xla(name):
+    """XLA counts K - 1 combines per output of a K-element window, pads and holes too."""
+    jax = pytest.importorskip("jax", reason="the oracle is XLA's cost analysis, through jax")
+    shape, op, params = WINDOWS[name]
+    x = np.ones(shape, np.float32)
+    init = {"add": 0.0, "max": -np.inf, "min": np.inf}[op]
+    ours = _ours(lambda x: lax.reduce_window(x, init, getattr(lax, op), **params), x)
+    theirs = jax.jit(lambda x: jax.lax.reduce_window(x, init, getattr(jax.lax, op), **params)
+                     ).lower(x).compile().cost_analysis()
+    theirs = theirs[0] if isinstance(theirs, list) else theirs
+    assert ours["flops"] == theirs["flops"], (ours, theirs)
+    assert ours["transcendentals"] == theirs.get("transcendentals", 0.0), (ours, theirs)

@@ -17,11 +17,11 @@ On the device:
                 to the host, one scalar each); iota (its own kernel)
 Through the host (copied to NumPy, the reference impl, copied back), named so nobody mistakes
 them for GPU code: every other primitive (cbrt, erf_inv, shifts, population_count, complex
-ops, argmax/argmin, reduce_xor, cumulative ops, gather/scatter, sort/top_k, cholesky,
-triangular_solve, lu), and the arithmetic of float16 (except dot_general), bfloat16 and
-complex values. `HOST` is that set. The higher-order primitives (cond, scan, while,
-custom_jvp/vjp, checkpoint) have no impl: their eager rules bind the primitives of their
-bodies, which then run here.
+ops, argmax/argmin, reduce_xor, cumulative ops, windowed reductions, gather/scatter,
+sort/top_k, cholesky, triangular_solve, lu), and the arithmetic of float16 (except
+dot_general), bfloat16 and complex values. `HOST` is that set. The higher-order primitives
+(cond, scan, while, custom_jvp/vjp, checkpoint) have no impl: their eager rules bind the
+primitives of their bodies, which then run here.
 
 Floats agree with the numpy backend to a few ulp, not bit for bit: libdevice's math
 functions, FMA contraction by NVVM, and a sequential (per thread) summation order.

@@ -25,9 +25,9 @@ def block_until_ready(buf) -> None:
     return None
 
 
-from fnad.backends.numpy_ref import (cumulative, elementwise, indexing,  # noqa: E402,F401
-                                     linalg, logic, reductions, shape_ops, sorting)
-from fnad.backends.numpy_ref import convolution  # noqa: E402,F401
+from fnad.backends.numpy_ref import (  # noqa: E402,F401
+    convolution, cumulative, elementwise, indexing, linalg, logic, reductions, shape_ops, sorting,
+    windowed)
 from fnad.backends.numpy_ref.compile import compile  # noqa: E402,F401
 from fnad.backends.numpy_ref.host_memory import keep_freed_memory  # noqa: E402
 

@@ -119,7 +119,7 @@ def devices() -> list:
     return jax.devices()
 
 
-from fnad.backends.xla import (cumulative, elementwise, indexing, linalg,  # noqa: E402,F401
-                               logic, reductions, shape_ops, sorting)
-from fnad.backends.xla import convolution  # noqa: E402,F401
+from fnad.backends.xla import (  # noqa: E402,F401
+    convolution, cumulative, elementwise, indexing, linalg, logic, reductions, shape_ops, sorting,
+    windowed)
 from fnad.backends.xla.program import compile  # noqa: E402,F401,A004

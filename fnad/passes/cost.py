@@ -9,7 +9,9 @@ returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
                      a dilation); one per output element of an elementwise or
                      comparison op (integer_pow(x, y): |y| - 1 multiplies, one more
                      for a negative y); in - out elements for a reduction; one per
-                     element for a cumulative op; n·⌈log2 n⌉ per sorted row; n³/3
+                     element for a cumulative op; K - 1 per output element of a
+                     windowed reduction of K-element windows (pads and dilation holes
+                     included); n·⌈log2 n⌉ per sorted row; n³/3
                      for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve
     transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
                      the trigonometric functions, erf, pow ... (not counted in flops)
@@ -31,7 +33,7 @@ from collections.abc import Callable
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
 from fnad.primitives import (convolution, cumulative, decompositions, elementwise, linalg, logic,
-                             reductions, sorting)
+                             reductions, sorting, windowed)
 
 __all__ = ["cost_analysis", "cost_rules"]
 
@@ -106,6 +108,10 @@ def _conv_general_dilated(eqn: JaxprEqn):
     return 2 * out[ospec[0]] * rhs[rspec[0]] * rhs[rspec[1]] * taps, 0
 
 
+def _reduce_window(eqn: JaxprEqn):                     # K - 1 combines per window
+    return _out_size(eqn) * (math.prod(eqn.params["window_dimensions"]) - 1), 0
+
+
 def _sorted_rows(axis_param: str):
     def rule(eqn: JaxprEqn):
         shape = eqn.invars[0].aval.shape
@@ -129,6 +135,9 @@ def _triangular_solve(eqn: JaxprEqn):
 cost_rules.update({
     linalg.dot_general_p: _dot_general,
     convolution.conv_general_dilated_p: _conv_general_dilated,
+    windowed.reduce_window_sum_p: _reduce_window,
+    windowed.reduce_window_max_p: _reduce_window,
+    windowed.reduce_window_min_p: _reduce_window,
     sorting.sort_p: _sorted_rows("dimension"),
     sorting.top_k_p: _sorted_rows("axis"),
     decompositions.cholesky_p: _cubed(1 / 3),
