@@ -3,7 +3,8 @@
 Buffers are NumPy arrays, so eager execution uses the NumPy reference
 implementations (a ChainMap over their table: primitives registered for `numba` alone
 stay here, and one registered later for `numpy` alone is found too), except dot_general,
-which splits large products into chunks run by the backend's threads (gemm.py).
+which splits large products into chunks run by the backend's threads (gemm.py), and
+conv_general_dilated, whose patches a numba kernel writes on those threads (conv.py).
 `compile(closed)` turns a whole jaxpr into one generated Python module compiled with
 numba (codegen.py). Importing this package does not import
 numba; compiling does.
@@ -28,9 +29,18 @@ def _dot_general(lhs, rhs, **params):
     return dot_general(lhs, rhs, **params)
 
 
+def _conv_general_dilated(lhs, rhs, **params):
+    """im2col by a numba kernel on the backend's threads, GEMMs as dot_general's (conv.py;
+    imported on first use)."""
+    from fnad.backends.numba_cpu.conv import conv_general_dilated
+    return conv_general_dilated(lhs, rhs, **params)
+
+
 def _register() -> None:
+    from fnad.primitives.convolution import conv_general_dilated_p
     from fnad.primitives.linalg import dot_general_p
     impl_rules[dot_general_p] = _dot_general
+    impl_rules[conv_general_dilated_p] = _conv_general_dilated
 
 
 _register()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,27 +27,53 @@ from fnad.primitives.linalg import dot_general_result_dtype
 _PATCH_BYTES = 8 << 20       # the patches of one chunk of images: a few MB, as BLAS likes
 
 
-def _dilated_padded(x: np.ndarray, lhs_dilation, padding) -> np.ndarray:
-    """x [N, *S, C] dilated along S and padded (negative pads crop)."""
-    spatial = x.shape[1:-1]
-    if any(d != 1 for d in lhs_dilation):
-        sizes = [cv._dilate(n, d) for n, d in zip(spatial, lhs_dilation)]
-        z = np.zeros((x.shape[0], *sizes, x.shape[-1]), x.dtype)
-        z[(slice(None), *(slice(None, None, d) for d in lhs_dilation), slice(None))] = x
-        x = z
-    grow = [(0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding] + [(0, 0)]
-    if any(g != (0, 0) for g in grow):
-        x = np.pad(x, grow)
-    crop = []
-    for n, (lo, hi) in zip(x.shape[1:-1], padding):
-        start = max(-lo, 0)
-        crop.append(slice(start, max(start, n - max(-hi, 0))))
-    return x[(slice(None), *crop, slice(None))]
+class _Phase(NamedTuple):
+    """The outputs y = first + period·m (m < count) of one spatial dim and the window taps
+    that land on input elements for all of them: tap k reads element offsets[k] + step·m
+    of the undilated input (out of range: a pad)."""
+    first: int
+    period: int
+    count: int
+    taps: tuple
+    offsets: tuple
+    step: int
 
 
-def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-                          dimension_numbers, feature_group_count, batch_group_count, precision,
-                          preferred_element_type):
+def _phases(n: int, k: int, y: int, stride: int, lo: int, ld: int, rd: int) -> list:
+    """One spatial dim's outputs split by which taps read input elements and not the holes
+    of lhs's dilation: output y, tap j read the dilated, padded position y·stride + j·rd,
+    input element (y·stride + j·rd - lo) / ld when that divides. With ld = 1 that is one
+    phase with every tap; with ld > 1, period ld / gcd(stride, ld) phases, each with the
+    taps of one residue: the zeros between the elements are never multiplied."""
+    period = ld // math.gcd(stride, ld)
+    step = period * stride // ld
+    phases = []
+    for first in range(min(period, y)):
+        taps = [j for j in range(k) if (first * stride + j * rd - lo) % ld == 0]
+        offsets = [(first * stride + j * rd - lo) // ld for j in taps]
+        count = len(range(first, y, period))
+        live = [j for j, a in zip(taps, offsets)                 # taps that ever read x
+                if a + step * (count - 1) >= 0 and a < n]
+        if live:
+            offsets = [a for j, a in zip(taps, offsets) if j in live]
+            phases.append(_Phase(first, period, count, tuple(live), tuple(offsets), step))
+    return phases
+
+
+def _spacing(p: _Phase) -> int:
+    """The distance between the input elements of neighbouring taps (they are evenly
+    spaced: the taps of one residue, less some at the ends)."""
+    return p.offsets[1] - p.offsets[0] if len(p.offsets) > 1 else 1
+
+
+def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                         dimension_numbers, feature_group_count, batch_group_count, precision,
+                         preferred_element_type, unfold=None, matmul=np.matmul):
+    """The convolution, phase by phase (`_phases`), im2col then matmul. `unfold(x, dims)`
+    (x [B, N', *S, C], dims the phases of each spatial dim) returns
+    `fill(patches, n0, n1, phase)`, which writes the patches [B, n1 - n0, *counts, *taps, C]
+    of images n0..n1 (zeros where a tap reads a pad); `matmul` multiplies
+    [groups, rows, K·I] @ [groups, K·I, Og]. The numba backend passes its own of both."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     lspec, rspec, ospec = dimension_numbers
     out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
@@ -55,45 +82,78 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
         cdt = np.dtype(np.int32)
     x = np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])).astype(cdt, copy=False)
     w = np.transpose(rhs, (*rspec[2:], rspec[1], rspec[0])).astype(cdt, copy=False)
-    N, C, O = x.shape[0], x.shape[-1], w.shape[-1]     # w: [*K, I, O]
-    window = w.shape[:-2]
-    out_sp = cv.conv_out_spatial([lhs.shape[d] for d in lspec[2:]], window,
-                                 window_strides=window_strides, padding=padding,
-                                 lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+    N, C, O = x.shape[0], x.shape[-1], w.shape[-1]     # x: [N, *S, C], w: [*K, I, O]
+    in_sp, window = x.shape[1:-1], w.shape[:-2]
+    out_sp = cv.conv_out_spatial(in_sp, window, window_strides=window_strides,
+                                 padding=padding, lhs_dilation=lhs_dilation,
+                                 rhs_dilation=rhs_dilation)
     G, B = feature_group_count, batch_group_count
     groups, Nb = max(G, B), N // B
     I, Og = C // G, O // groups
-    Kp, Yp = math.prod(window), math.prod(out_sp)
-    if not (Nb and Yp and Og and I and Kp):             # nothing, or sums of nothing
-        return _finish(np.zeros((Nb, *out_sp, O), cdt), ospec, out_dtype)
-    out = np.empty((Nb, *out_sp, O), cdt)
-    P = _dilated_padded(x, lhs_dilation, padding)
-    P = P.reshape(B, Nb, *P.shape[1:])                  # batch groups first
+    dims = [_phases(*a) for a in zip(in_sp, window, out_sp, window_strides,
+                                     (lo for lo, _ in padding), lhs_dilation, rhs_dilation)]
+    covered = all(sum(p.count for p in d) == y for d, y in zip(dims, out_sp))
+    out = (np.empty if covered else np.zeros)((Nb, *out_sp, O), cdt)
+    if not (Nb and Og and I) or not all(dims):          # nothing, or sums of nothing
+        return _finish(out, ospec, out_dtype)
+    fill = (unfold or _unfold)(x.reshape(B, Nb, *in_sp, C), dims)    # batch groups first
+    for phase in itertools.product(*dims):
+        wp = w[np.ix_(*(p.taps for p in phase))] if len(phase) else w
+        _conv_phase(out, fill, matmul, wp, phase, B, C, G, I, Og, groups, cdt)
+    return _finish(out, ospec, out_dtype)
+
+
+def _unfold(x: np.ndarray, dims: list):
+    """NumPy's patch filler: x padded once so that every phase's reads are in range (a
+    negative pad is a part never read), then one strided copy per tap (per output, where
+    there are fewer outputs than taps: a weight gradient's window is the larger)."""
+    lo_pad = [max(0, -min(p.offsets[0] for p in d)) for d in dims]
+    hi_pad = [max(0, max(p.offsets[-1] + p.step * (p.count - 1) for p in d) - (n - 1))
+              for d, n in zip(dims, x.shape[2:-1])]
+    if any(lo_pad) or any(hi_pad):
+        x = np.pad(x, [(0, 0), (0, 0), *zip(lo_pad, hi_pad), (0, 0)])
+
+    def fill(patches, n0, n1, phase) -> None:
+        n = len(phase)
+        counts, taps = patches.shape[2:2 + n], patches.shape[2 + n:-1]
+        if math.prod(taps) <= math.prod(counts):        # per tap: all of the phase's outputs
+            for t in itertools.product(*map(range, taps)):
+                patches[(slice(None),) * (2 + n) + t] = x[(slice(None), slice(n0, n1), *(
+                    slice(lp + p.offsets[j], lp + p.offsets[j] + p.step * (p.count - 1) + 1,
+                          p.step) for p, j, lp in zip(phase, t, lo_pad)))]
+        else:                                           # per output: its taps
+            for m in itertools.product(*map(range, counts)):
+                patches[(slice(None), slice(None)) + m] = x[(slice(None), slice(n0, n1), *(
+                    slice(lp + p.offsets[0] + p.step * i,
+                          lp + p.offsets[-1] + p.step * i + 1, _spacing(p))
+                    for p, i, lp in zip(phase, m, lo_pad)))]
+    return fill
+
+
+def _conv_phase(out, fill, matmul, w, phase, B, C, G, I, Og, groups, cdt) -> None:
+    """The outputs of one phase (one _Phase per spatial dim): im2col of their taps, a chunk
+    of images at a time, then one (grouped) matmul with the taps' kernel."""
+    Nb, O = out.shape[0], out.shape[-1]
+    counts = [p.count for p in phase]
+    taps = [len(p.taps) for p in phase]
+    Kp, Yp = math.prod(taps), math.prod(counts)
     # the kernel as [groups, K·I, Og]: rows in the order of a patch's elements
     wg = w.reshape(Kp, I, groups, Og).transpose(2, 0, 1, 3).reshape(groups, Kp * I, Og)
-    step = max(1, _PATCH_BYTES // (B * Yp * Kp * C * P.itemsize))   # images per chunk
-    n = len(window)
+    step = max(1, _PATCH_BYTES // (B * Yp * Kp * C * cdt.itemsize))  # images per chunk
+    dest = tuple(slice(p.first, None, p.period) for p in phase)
     for n0 in range(0, Nb, step):
         n1 = min(Nb, n0 + step)
-        patches = np.empty((B, n1 - n0, *out_sp, *window, C), cdt)
-        if Kp <= Yp:                                    # per window position: all outputs
-            for k in itertools.product(*map(range, window)):
-                patches[(slice(None),) * (2 + n) + k] = P[(slice(None), slice(n0, n1), *(
-                    slice(i * rd, i * rd + (y - 1) * s + 1, s)
-                    for i, rd, y, s in zip(k, rhs_dilation, out_sp, window_strides)))]
-        else:                                           # per output position: its window
-            for y in itertools.product(*map(range, out_sp)):
-                patches[(slice(None), slice(None)) + y] = P[(slice(None), slice(n0, n1), *(
-                    slice(j * s, j * s + (k - 1) * rd + 1, rd)
-                    for j, s, k, rd in zip(y, window_strides, window, rhs_dilation)))]
+        patches = np.empty((B, n1 - n0, *counts, *taps, C), cdt)
+        fill(patches, n0, n1, phase)
         rows = (n1 - n0) * Yp
         if G > 1:                                       # [rows, K, G, I] -> [G, rows, K·I]
             a = patches.reshape(rows, Kp, G, I).transpose(2, 0, 1, 3).reshape(G, rows, Kp * I)
         else:                                           # [B, rows, K·C]
             a = patches.reshape(B, rows, Kp * C)
-        res = np.matmul(a, wg)                          # [groups, rows, Og]
-        out[n0:n1] = res.transpose(1, 0, 2).reshape(n1 - n0, *out_sp, O)
-    return _finish(out, ospec, out_dtype)
+        # [groups, rows, Og]; one group as a plain 2-D product (which a threaded GEMM
+        # can split by rows; a batch of one entry it cannot)
+        res = matmul(a[0], wg[0])[None] if groups == 1 else matmul(a, wg)
+        out[(slice(n0, n1), *dest)] = res.transpose(1, 0, 2).reshape(n1 - n0, *counts, O)
 
 
 def _finish(out: np.ndarray, ospec, out_dtype) -> np.ndarray:
@@ -106,4 +166,4 @@ def _finish(out: np.ndarray, ospec, out_dtype) -> np.ndarray:
     return np.ascontiguousarray(out).astype(out_dtype, copy=False)
 
 
-impl_rules[cv.conv_general_dilated_p] = _conv_general_dilated
+impl_rules[cv.conv_general_dilated_p] = conv_general_dilated
