@@ -191,3 +191,34 @@ def test_errors_say_what_is_wrong(call, message):
     with pytest.raises((TypeError, ValueError)) as info:
         call(x, w)
     assert message in str(info.value)
+
+
+def test_the_numba_backends_unfolding_matches_the_reference():
+    """backends/numba_cpu/conv.py writes the patches with its own kernel (reading the input
+    unpadded, zeros for taps on a pad): the same results as the NumPy reference over random
+    ranks, strides, pads (negative too), both dilations and groups."""
+    pytest.importorskip("numba", reason="the numba backend needs numba")
+    from fnad.backends.numba_cpu.conv import conv_general_dilated as numba_conv
+    from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
+    from fnad.primitives import convolution as cv
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        nd = int(rng.integers(0, 4))
+        G = int(rng.choice([1, 1, 2]))
+        B = 1 if G > 1 else int(rng.choice([1, 1, 2]))
+        I, Og = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+        x = rng.standard_normal((B * int(rng.integers(1, 3)), G * I,
+                                 *rng.integers(1, 7, nd))).astype(np.float32)
+        w = rng.standard_normal((max(G, B) * Og, I, *rng.integers(1, 4, nd))).astype(np.float32)
+        params = dict(
+            window_strides=tuple(rng.integers(1, 4, nd)), padding=tuple(
+                (int(lo), int(hi)) for lo, hi in rng.integers(-2, 4, (nd, 2))),
+            lhs_dilation=tuple(rng.integers(1, 4, nd)),
+            rhs_dilation=tuple(rng.integers(1, 3, nd)),
+            dimension_numbers=cv.conv_dimension_numbers(x.shape, w.shape, None),
+            feature_group_count=G, batch_group_count=B, precision=None,
+            preferred_element_type=None)
+        want = numpy_conv(x, w, **params)
+        got = numba_conv(x, w, **params)
+        assert got.shape == want.shape, params
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=str(params))
