@@ -71,9 +71,11 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
                          preferred_element_type, unfold=None, matmul=np.matmul):
     """The convolution, phase by phase (`_phases`), im2col then matmul. `unfold(x, dims)`
     (x [B, N', *S, C], dims the phases of each spatial dim) returns
-    `fill(patches, n0, n1, phase)`, which writes the patches [B, n1 - n0, *counts, *taps, C]
-    of images n0..n1 (zeros where a tap reads a pad); `matmul` multiplies
-    [groups, rows, K·I] @ [groups, K·I, Og]. The numba backend passes its own of both."""
+    `fill(n0, n1, phase)`, which gives the patches of images n0..n1 as a [B, rows, K·C]
+    matrix (rows: image, then the phase's outputs; columns: the taps, then the features;
+    zeros where a tap reads a pad), in whatever memory layout suits it; `matmul`
+    multiplies [groups, rows, K·I] @ [groups, K·I, Og]. The numba backend passes its own
+    of both."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     lspec, rspec, ospec = dimension_numbers
     out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
@@ -99,7 +101,7 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     fill = (unfold or _unfold)(x.reshape(B, Nb, *in_sp, C), dims)    # batch groups first
     for phase in itertools.product(*dims):
         wp = w[np.ix_(*(p.taps for p in phase))] if len(phase) else w
-        _conv_phase(out, fill, matmul, wp, phase, B, C, G, I, Og, groups, cdt)
+        _conv_phase(out, fill, matmul, wp, phase, B, C, G, I, Og, groups, cdt.itemsize)
     return _finish(out, ospec, out_dtype)
 
 
@@ -113,9 +115,10 @@ def _unfold(x: np.ndarray, dims: list):
     if any(lo_pad) or any(hi_pad):
         x = np.pad(x, [(0, 0), (0, 0), *zip(lo_pad, hi_pad), (0, 0)])
 
-    def fill(patches, n0, n1, phase) -> None:
+    def fill(n0, n1, phase):
         n = len(phase)
-        counts, taps = patches.shape[2:2 + n], patches.shape[2 + n:-1]
+        counts, taps = [p.count for p in phase], [len(p.taps) for p in phase]
+        patches = np.empty((x.shape[0], n1 - n0, *counts, *taps, x.shape[-1]), x.dtype)
         if math.prod(taps) <= math.prod(counts):        # per tap: all of the phase's outputs
             for t in itertools.product(*map(range, taps)):
                 patches[(slice(None),) * (2 + n) + t] = x[(slice(None), slice(n0, n1), *(
@@ -127,10 +130,11 @@ def _unfold(x: np.ndarray, dims: list):
                     slice(lp + p.offsets[0] + p.step * i,
                           lp + p.offsets[-1] + p.step * i + 1, _spacing(p))
                     for p, i, lp in zip(phase, m, lo_pad)))]
+        return patches.reshape(x.shape[0], (n1 - n0) * math.prod(counts), -1)
     return fill
 
 
-def _conv_phase(out, fill, matmul, w, phase, B, C, G, I, Og, groups, cdt) -> None:
+def _conv_phase(out, fill, matmul, w, phase, B, C, G, I, Og, groups, itemsize) -> None:
     """The outputs of one phase (one _Phase per spatial dim): im2col of their taps, a chunk
     of images at a time, then one (grouped) matmul with the taps' kernel."""
     Nb, O = out.shape[0], out.shape[-1]
@@ -139,17 +143,14 @@ def _conv_phase(out, fill, matmul, w, phase, B, C, G, I, Og, groups, cdt) -> Non
     Kp, Yp = math.prod(taps), math.prod(counts)
     # the kernel as [groups, K·I, Og]: rows in the order of a patch's elements
     wg = w.reshape(Kp, I, groups, Og).transpose(2, 0, 1, 3).reshape(groups, Kp * I, Og)
-    step = max(1, _PATCH_BYTES // (B * Yp * Kp * C * cdt.itemsize))  # images per chunk
+    step = max(1, _PATCH_BYTES // (B * Yp * Kp * C * itemsize))     # images per chunk
     dest = tuple(slice(p.first, None, p.period) for p in phase)
     for n0 in range(0, Nb, step):
         n1 = min(Nb, n0 + step)
-        patches = np.empty((B, n1 - n0, *counts, *taps, C), cdt)
-        fill(patches, n0, n1, phase)
+        a = fill(n0, n1, phase)                         # [B, rows, K·C]
         rows = (n1 - n0) * Yp
         if G > 1:                                       # [rows, K, G, I] -> [G, rows, K·I]
-            a = patches.reshape(rows, Kp, G, I).transpose(2, 0, 1, 3).reshape(G, rows, Kp * I)
-        else:                                           # [B, rows, K·C]
-            a = patches.reshape(B, rows, Kp * C)
+            a = a.reshape(rows, Kp, G, I).transpose(2, 0, 1, 3).reshape(G, rows, Kp * I)
         # [groups, rows, Og]; one group as a plain 2-D product (which a threaded GEMM
         # can split by rows; a batch of one entry it cannot)
         res = matmul(a[0], wg[0])[None] if groups == 1 else matmul(a, wg)
