@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
-           "mlp_step.py", "gpt_step.py", "gpt_cold.py", "worker_spin.py", "numba_math.py",
-           "gpu.py"]                     # gpu.py: the cuda and xla backends, where a GPU is
+           "mlp_step.py", "gpt_step.py", "gpt_cold.py", "conv_step.py", "worker_spin.py",
+           "numba_math.py", "gpu.py"]                     # gpu.py: the cuda and xla backends, where a GPU is
 
 
 def main() -> int:
