@@ -37,9 +37,11 @@ from fnad.primitives import shape_ops as so
 from fnad.primitives._util import ANY, add_tangents, check_kind
 from fnad.primitives.linalg import canonicalize_precision, dot_general_result_dtype
 
-__all__ = ["ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
-           "conv_general_dilated_patches", "conv_transpose", "conv_with_general_padding",
-           "padtype_to_pads"]
+__all__ = ["ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "conv",
+           "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
+           "conv_general_dilated_patches", "conv_general_permutations",
+           "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose",
+           "conv_transpose_shape_tuple", "conv_with_general_padding", "padtype_to_pads"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -49,6 +51,10 @@ class ConvDimensionNumbers(NamedTuple):
     lhs_spec: tuple
     rhs_spec: tuple
     out_spec: tuple
+
+
+# what conv_general_dilated's `dimension_numbers` may be (jax.lax's name for the union)
+ConvGeneralDilatedDimensionNumbers = None | ConvDimensionNumbers | tuple[str, str, str]
 
 
 def _dilate(n: int, d: int) -> int:
@@ -83,6 +89,18 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
                 raise TypeError(f"conv_general_dilated: dimension_numbers.{which} must be a "
                                 f"permutation of range({nl}), got {spec}")
         return dn
+    dn = ConvDimensionNumbers(*conv_general_permutations(dimension_numbers))
+    for which, spec in zip(("lhs", "rhs", "out"), dimension_numbers):
+        if len(spec) != nl:
+            raise TypeError(f"conv_general_dilated: the {which} spec {spec!r} has "
+                            f"{len(spec)} dimensions, the arrays have rank {nl}")
+    return dn
+
+
+def conv_general_permutations(dimension_numbers) -> tuple[tuple, tuple, tuple]:
+    """The dim numbers named by a triple of spec strings such as ("NHWC", "HWIO", "NHWC"):
+    (lhs, rhs, out) as (batch, feature, spatial...), spatial dims in rhs's order
+    (jax.lax.conv_general_permutations)."""
     try:
         lhs_s, rhs_s, out_s = dimension_numbers
         ok = all(isinstance(s, str) for s in (lhs_s, rhs_s, out_s))
@@ -100,9 +118,6 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
         if len(set(spec)) != len(spec):
             raise TypeError(f"conv_general_dilated: the {which} spec {spec!r} repeats a "
                             "dimension")
-        if len(spec) != nl:
-            raise TypeError(f"conv_general_dilated: the {which} spec {spec!r} has "
-                            f"{len(spec)} dimensions, the arrays have rank {nl}")
     spatial = [set(s) - set(chars) for _, s, chars in pairs]
     if not spatial[0] == spatial[1] == spatial[2]:
         raise TypeError(f"conv_general_dilated: the specs {dimension_numbers!r} must name the "
@@ -111,7 +126,7 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers) -> ConvDimen
 
     def spec(s: str, chars: str) -> tuple:
         return (s.index(chars[0]), s.index(chars[1])) + tuple(s.index(c) for c in order)
-    return ConvDimensionNumbers(spec(lhs_s, "NC"), spec(rhs_s, "OI"), spec(out_s, "NC"))
+    return spec(lhs_s, "NC"), spec(rhs_s, "OI"), spec(out_s, "NC")
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding) -> list:
@@ -510,3 +525,81 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
                                 rhs_dilation, dn, feature_group_count=C, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
+
+
+# ---- shapes ---------------------------------------------------------------------------------
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1) -> tuple:
+    """The output shape of a convolution of shapes in the default layout (lhs NC...,
+    rhs OI...), `pads` a padding string or (low, high) pairs (jax.lax.conv_shape_tuple)."""
+    n = len(lhs_shape) - 2
+    if isinstance(pads, str):
+        pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+    pads = _pads("conv_shape_tuple", pads, n)
+    for size, (lo, hi) in zip(lhs_shape[2:], pads):
+        if size + lo + hi < 0:
+            raise ValueError(f"conv_shape_tuple: the negative padding {pads} is larger than "
+                             f"the input's spatial shape {tuple(lhs_shape[2:])}")
+    spatial = conv_out_spatial(lhs_shape[2:], rhs_shape[2:], window_strides=strides,
+                               padding=pads, lhs_dilation=(1,) * n, rhs_dilation=(1,) * n)
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + spatial
+
+
+def _canonical(shape, spec) -> tuple:
+    return tuple(shape[d] for d in spec)
+
+
+def _in_layout(canonical, spec) -> tuple:
+    shape = [0] * len(spec)
+    for size, d in zip(canonical, spec):
+        shape[d] = size
+    return tuple(shape)
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers) -> tuple:
+    """The output shape of a convolution given spec strings (jax.lax's)."""
+    lspec, rspec, ospec = conv_general_permutations(dimension_numbers)
+    out = conv_shape_tuple(_canonical(lhs_shape, lspec), _canonical(rhs_shape, rspec),
+                           window_strides, padding)
+    return _in_layout(out, ospec)
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers) -> tuple:
+    """The output shape of conv_transpose given spec strings (jax.lax's)."""
+    lspec, rspec, ospec = conv_general_permutations(dimension_numbers)
+    lc, rc = _canonical(lhs_shape, lspec), _canonical(rhs_shape, rspec)
+    n = len(lc) - 2
+    if isinstance(padding, str):
+        padding = [_conv_transpose_pads(k, s, padding) for k, s in zip(rc[2:], window_strides)]
+    spatial = conv_out_spatial(lc[2:], rc[2:], window_strides=(1,) * n,
+                               padding=_pads("conv_transpose_shape_tuple", padding, n),
+                               lhs_dilation=window_strides, rhs_dilation=(1,) * n)
+    return _in_layout((lc[0], rc[0]) + spatial, ospec)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+    """A convolution whose kernel differs at every output position (an unshared, "locally
+    connected" layer; jax.lax.conv_general_dilated_local): rhs's spatial dims are the
+    output's, its I dim the patch of each position, C·prod(filter_shape), C major as in
+    conv_general_dilated_patches. The patches, then one product per output position."""
+    ls, rs = get_aval(lhs).shape, get_aval(rhs).shape
+    dn = conv_dimension_numbers(ls, rs, dimension_numbers)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, dn, precision)
+    lspec, rspec, ospec = dn
+    n = len(ls) - 2
+    spatial_p = tuple(ospec[2:])                       # patches: [*Y, N, I]
+    p = so.transpose(patches, spatial_p + (ospec[0], ospec[1]))
+    w = so.transpose(rhs, tuple(rspec[2:]) + (rspec[1], rspec[0]))     # [*Y, I, O]
+    if get_aval(p).shape[:n] != get_aval(w).shape[:n]:
+        raise shape_error("conv_general_dilated_local", f"rhs's spatial dims "
+                                                        f"{get_aval(w).shape[:n]} must be the "
+                                                        f"output's {get_aval(p).shape[:n]}")
+    batch = tuple(range(n))
+    from fnad.primitives.linalg import dot_general
+    out = dot_general(p, w, (((n + 1,), (n,)), (batch, batch)), precision=precision)
+    return so.transpose(out, tuple(int(d) for d in np.argsort(
+        [ospec[2 + i] for i in range(n)] + [ospec[0], ospec[1]])))

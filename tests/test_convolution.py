@@ -109,6 +109,47 @@ def test_half_precision_with_a_float32_result_matches_jax():
     np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3)
 
 
+@needs_jax
+def test_shape_tuples_and_permutations_match_jax():
+    specs = ("NHWC", "HWIO", "NHWC")
+    for strides, pads in [((2, 1), "SAME"), ((1, 3), "VALID"), ((2, 2), ((1, -1), (2, 0)))]:
+        assert lax.conv_shape_tuple((2, 3, 9, 8), (4, 3, 3, 2), strides, pads) == tuple(
+            int(d) for d in jax.lax.conv_shape_tuple((2, 3, 9, 8), (4, 3, 3, 2), strides, pads))
+        args = ((2, 9, 8, 3), (3, 2, 3, 4), strides, pads, specs)
+        assert lax.conv_general_shape_tuple(*args) == tuple(
+            int(d) for d in jax.lax.conv_general_shape_tuple(*args))
+        assert lax.conv_transpose_shape_tuple(*args) == tuple(
+            int(d) for d in jax.lax.conv_transpose_shape_tuple(*args))
+    assert lax.conv_general_permutations(specs) == jax.lax.conv_general_permutations(specs)
+    with pytest.raises(ValueError, match="negative padding"):
+        lax.conv_shape_tuple((1, 1, 3), (1, 1, 1), (1,), ((-2, -2),))
+
+
+@needs_jax
+@pytest.mark.parametrize("dn", [None, ("NHWC", "WHIO", "NCHW")])
+def test_a_locally_connected_layer_matches_jax(dn):
+    """conv_general_dilated_local: a kernel per output position; values and gradients."""
+    x = _normal(2, 3, 7, 6) if dn is None else _normal(2, 7, 6, 3)
+    filt, strides, padding = (3, 2), (2, 1), "SAME"
+    patches = jax.lax.conv_general_dilated_patches(x, filt, strides, padding,
+                                                   dimension_numbers=dn)
+    odn = jax.lax.conv_dimension_numbers(x.shape, x.shape, dn)
+    canonical = (5, patches.shape[odn.out_spec[1]], *(patches.shape[d]
+                                                      for d in odn.out_spec[2:]))
+    w = _normal(*(canonical[list(odn.rhs_spec).index(d)] for d in range(4)))
+    args = (strides, padding, filt)
+    np.testing.assert_allclose(
+        lax.conv_general_dilated_local(x, w, *args, dimension_numbers=dn),
+        jax.lax.conv_general_dilated_local(x, w, *args, dimension_numbers=dn),
+        rtol=1e-5, atol=1e-5)
+    ours = fnad.grad(lambda x, w: (lax.conv_general_dilated_local(
+        x, w, *args, dimension_numbers=dn) ** 2).sum(), argnums=(0, 1))(x, w)
+    theirs = jax.grad(lambda x, w: (jax.lax.conv_general_dilated_local(
+        x, w, *args, dimension_numbers=dn) ** 2).sum(), argnums=(0, 1))(x, w)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
 def _cnn_loss(conv, relu, params, x):
     """Two convolutions (NHWC, a strided one and a depthwise one), relu, a mean."""
     dn = ("NHWC", "HWIO", "NHWC")
