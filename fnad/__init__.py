@@ -11,9 +11,9 @@ from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  #
                        TracerBoolConversionError, TracerIntegerConversionError,
                        UnexpectedTracerError)
 from fnad import primitives  # noqa: F401
-from fnad.ad import grad, jvp, linearize, value_and_grad, vjp
+from fnad.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
 from fnad.batching import vmap
-from fnad.jacobians import hessian, jacfwd, jacrev
+from fnad.jacobians import hessian, jacfwd, jacobian, jacrev
 from fnad.jit import clear_caches, jit
 from fnad.custom import custom_jvp, custom_vjp
 from fnad.callback import pure_callback
@@ -30,6 +30,7 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "clear_caches", "config", "custom_jvp", "custom_vjp", "debug_infs", "debug_nans",
            "default_backend", "default_device", "default_matmul_precision", "device_count",
            "device_get", "device_put", "devices", "disable_jit", "eval_shape", "grad", "hessian",
-           "jacfwd", "jacrev", "jit", "jvp", "linearize", "local_device_count", "local_devices",
-           "log_compiles", "make_jaxpr", "numpy_rank_promotion", "pure_callback", "remat",
-           "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
+           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
+           "local_device_count", "local_devices", "log_compiles", "make_jaxpr",
+           "numpy_rank_promotion", "pure_callback", "remat", "stop_gradient", "typeof",
+           "value_and_grad", "vjp", "vmap"]

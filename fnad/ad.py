@@ -323,6 +323,46 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     return out, vjp_fn
 
 
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+    """The transpose of the linear function `fun` (jax.linear_transpose): a function of a
+    cotangent of fun's output that gives cotangents of its inputs, ctᵀ·A for fun = A·x.
+
+    `primals` give the input shapes and dtypes (arrays or ShapeDtypeStructs; their
+    values are not used). fun is staged once, at those shapes, and its jaxpr transposed
+    by each call; fun must be linear in all its (floating) inputs: a nonlinear operation
+    on them is an error naming it."""
+    if reduce_axes:
+        raise NotImplementedError("linear_transpose: reduce_axes is not supported (jax has "
+                                  "deprecated it)")
+    from fnad.tracing import shaped_abstractify, trace_to_jaxpr
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    in_avals = [shaped_abstractify(p) for p in flat_p]
+    for i, a in enumerate(in_avals):
+        if not dtypes.is_inexact(a.dtype):
+            raise TypeError(f"linear_transpose: input {i} has dtype {a.dtype.name}; the "
+                            "inputs of a linear function must be floating or complex")
+    flat_fun, out_tree = flatten_fun_nokwargs(fun, in_tree)
+    closed = trace_to_jaxpr(flat_fun, in_avals, f"linear_transpose of {_name(fun)}")
+    tree = out_tree[0]
+    out_avals = closed.out_avals
+
+    def transposed(ct):
+        flat_ct, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != tree:
+            raise TypeError(f"linear_transpose: the cotangent must have the structure of "
+                            f"fun's output {tree}, got {ct_tree}")
+        for i, (aval, c) in enumerate(zip(out_avals, flat_ct)):
+            _check_tangent(aval, c, i, "linear_transpose")
+        try:
+            cts = backward_pass(closed.jaxpr, closed.consts, flat_ct)
+        except (NotImplementedError, TypeError, AttributeError) as e:
+            raise TypeError(f"linear_transpose: {_name(fun)} is not linear in its inputs "
+                            f"({e})") from None
+        cts = [instantiate(c, a) for c, a in zip(cts, in_avals)]
+        return tree_util.tree_unflatten(in_tree, cts)
+    return transposed
+
+
 def _on_backend_of(ct, primal):
     """A cotangent made on the host (numpy backend) moved to its concrete primal's backend."""
     if type(ct) is core.Array and type(primal) is core.Array and \

@@ -256,6 +256,9 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 
 # ---- hessian -------------------------------------------------------------------------------
+
+jacobian = jacrev                       # jax.jacobian: the reverse-mode Jacobian
+
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable:
     """The dense Hessian of `fun`: jacfwd(jacrev(fun)) (forward over reverse).

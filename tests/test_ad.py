@@ -219,3 +219,43 @@ def test_a_scalar_operand_of_an_array_op_has_a_tangent_of_the_output_shape(name,
         jop = getattr(jax.lax, name)
         jf = (lambda c: jop(c, x)) if scalar_first else (lambda c: jop(x, c))
         np.testing.assert_allclose(t, jax.jvp(jf, (c,), (np.float32(1.0),))[1], rtol=1e-6)
+
+
+def test_linear_transpose_is_the_adjoint():
+    """<A x, c> = <x, Aᵀ c> for a linear map of a pytree, primals given as shapes only."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 4)).astype(np.float32)
+
+    def f(x):
+        return {"a": lax.dot(A, x["u"]) + 2.0 * x["v"], "b": total(x["u"][::-1] * 3.0)}
+    shapes = {"u": fnad.ShapeDtypeStruct((4,), np.float32),
+              "v": fnad.ShapeDtypeStruct((3,), np.float32)}
+    x = {"u": rng.standard_normal(4).astype(np.float32),
+         "v": rng.standard_normal(3).astype(np.float32)}
+    c = {"a": rng.standard_normal(3).astype(np.float32), "b": np.float32(1.5)}
+    (xt,) = fnad.linear_transpose(f, shapes)(c)
+    fx = f(x)
+    lhs = float(np.dot(fx["a"], c["a"]) + fx["b"] * c["b"])
+    rhs = float(np.dot(x["u"], xt["u"]) + np.dot(x["v"], xt["v"]))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-5)
+    if jax is not None:
+        (jt,) = jax.linear_transpose(
+            lambda x: {"a": A @ x["u"] + 2.0 * x["v"], "b": (x["u"][::-1] * 3.0).sum()}, x)(c)
+        for k in xt:
+            np.testing.assert_allclose(xt[k], jt[k], rtol=1e-5, atol=1e-6)
+
+
+def test_linear_transpose_rejects_a_nonlinear_function():
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match="is not linear in its inputs.*'sin'"):
+        fnad.linear_transpose(lax.sin, x)(x)
+    with pytest.raises(TypeError, match="is not linear"):
+        fnad.linear_transpose(lambda v: lax.mul(v, v), x)(x)
+    with pytest.raises(TypeError, match="must be floating or complex"):
+        fnad.linear_transpose(lambda v: v, np.ones(3, np.int32))
+
+
+def test_jacobian_is_jacrev():
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    np.testing.assert_allclose(fnad.jacobian(lambda v: lax.sin(v) * v)(x),
+                               fnad.jacrev(lambda v: lax.sin(v) * v)(x))
