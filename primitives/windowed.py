@@ -312,14 +312,56 @@ def _init_like(init_value, dtype):
     return logic.convert_element_type(init_value, dtype, False)
 
 
+def _real_elements(shape, out_shape, *, window_dimensions, window_strides, padding,
+                   base_dilation, window_dilation) -> list:
+    """For each window position k (row-major), a bool [*out] array: whether each window's
+    k-th element is an element of the operand (not a pad or a dilation hole)."""
+    dilated = [_dilate(d, b) for d, b in zip(shape, base_dilation)]
+    real = np.zeros(dilated, bool)
+    real[tuple(slice(None, None, b) for b in base_dilation)] = True
+    real = np.pad(real, [(max(lo, 0), max(hi, 0)) for lo, hi in padding])
+    real = real[tuple(slice(max(-lo, 0), real.shape[i] - max(-hi, 0))
+                      for i, (lo, hi) in enumerate(padding))]
+    masks = []
+    for offsets in itertools.product(*(range(w) for w in window_dimensions)):
+        masks.append(real[tuple(slice(o * wd, o * wd + (n - 1) * s + 1, s) for o, wd, n, s
+                                in zip(offsets, window_dilation, out_shape, window_strides))])
+    return masks
+
+
+def _fold_windows(computation, operand, init, params):
+    """Any other computation, as XLA's CPU backend computes it: each window's elements
+    folded into `init` in row-major window order, out = f(...f(f(init, w_0), w_1)...),
+    pads and dilation holes skipped. Built from K strided slices and K calls of
+    `computation` on [*out] arrays (selects where some windows' k-th element is a pad),
+    so it differentiates and batches as those do."""
+    aval = get_aval(operand)
+    out_shape = _check_window("reduce_window", aval.shape, **params)
+    acc = so.broadcast_in_dim(init, out_shape, ())
+    windows = _window_positions(operand, init, out_shape, **params)
+    for window, real in zip(windows, _real_elements(aval.shape, out_shape, **params)):
+        if not real.any():
+            continue
+        new = computation(acc, window)
+        if get_aval(new).shape != out_shape or get_aval(new).dtype != aval.dtype:
+            raise TypeError(f"reduce_window: computation must map two arrays of shape "
+                            f"{out_shape} and dtype {aval.dtype.name} to one of the same "
+                            f"shape and dtype; it gave {get_aval(new).str_short()}")
+        acc = new if real.all() else logic.select_n(real, acc, new)
+    return acc
+
+
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
                   padding="VALID", base_dilation=None, window_dilation=None):
     """`computation` over each window of `operand` (lax.reduce_window, XLA's ReduceWindow).
 
-    operand [*dims] -> [*out] (out per the module docstring). `computation` is lax.add
-    (or operator.add), lax.max or lax.min; the operand is padded, base-dilated and reduced
-    with that operation's identity, then combined with `init_value` once per window (what
-    XLA computes): max pooling of NHWC images is
+    operand [*dims] -> [*out] (out per the module docstring). With lax.add (or
+    operator.add), lax.max or lax.min the operand is padded, base-dilated and reduced with
+    that operation's identity by the primitive, then combined with `init_value` once per
+    window (what XLA computes); any other elementwise `computation` (lax.mul,
+    jnp.logaddexp, a function of two arrays) is folded over the window's elements from
+    `init_value`, pads and holes skipped (`_fold_windows`). Max pooling of NHWC
+    images is
     `reduce_window(x, -inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), 'VALID')`. `padding` is
     'VALID', 'SAME', 'SAME_LOWER' (padtype_to_pads of the operand's shape and the dilated
     window) or one (low, high) pair per dim; strides and dilations default to 1.
@@ -331,13 +373,12 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
             f"support pytrees of operands (variadic reduce_window); reduce each array "
             f"separately")
     kind = _monoid(computation)
-    if kind is None:
-        raise NotImplementedError(
-            f"{name}: computation {getattr(computation, '__name__', computation)!r} is not "
-            f"supported: fnad supports lax.add (or operator.add), lax.max and lax.min "
-            f"(windowed sum, max and min); build other windowed reductions from slices")
     aval = get_aval(operand)
-    check_kind(name, aval, NUM if kind == "add" else ORDERED, f" with lax.{kind}")
+    if kind is not None:
+        check_kind(name, aval, NUM if kind == "add" else ORDERED, f" with lax.{kind}")
+    elif not callable(computation):
+        raise TypeError(f"{name}: computation must be a function of two arrays, got "
+                        f"{computation!r}")
     if get_aval(init_value).ndim != 0:
         raise TypeError(f"{name}: init_value must be a scalar, got shape "
                         f"{get_aval(init_value).shape}")
@@ -351,6 +392,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                                   strides, padding)
     params = _params(name, operand, window_dimensions, window_strides, padding,
                      base_dilation, window_dilation)
+    if kind is None:
+        return _fold_windows(computation, operand, _init_like(init_value, aval.dtype), params)
     reducer, combine = _REDUCERS[kind]
     out = reducer(operand, **params)
     if _is_identity(kind, init_value, aval.dtype):

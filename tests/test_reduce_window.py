@@ -295,11 +295,12 @@ X = np.zeros((2, 6, 6, 3), np.float32)
      "unknown padding 'FULL'"),
     (lambda: lax.reduce_window(X, 0.0, lax.add, (1, 2.5, 2, 1), None, "VALID"), TypeError,
      "reduce_window: window_dimensions must be a sequence of ints"),
-    (lambda: lax.reduce_window(X, 1.0, lax.mul, (1, 2, 2, 1), None, "VALID"),
-     NotImplementedError, "computation 'mul' is not supported: fnad supports lax.add (or "
-                          "operator.add), lax.max and lax.min"),
-    (lambda: lax.reduce_window(X, 0.0, lambda a, b: a + b, (1, 2, 2, 1), None, "VALID"),
-     NotImplementedError, "is not supported"),
+    (lambda: lax.reduce_window(X, 1.0, "mul", (1, 2, 2, 1), None, "VALID"),
+     TypeError, "computation must be a function of two arrays, got 'mul'"),
+    (lambda: lax.reduce_window(X, 0.0, lambda a, b: (a + b).sum(), (1, 2, 2, 1), None,
+                               "VALID"), TypeError,
+     "computation must map two arrays of shape (2, 5, 5, 3) and dtype float32 to one of the "
+     "same shape and dtype; it gave f32[]"),
     (lambda: lax.reduce_window((X, X), (0.0, 0.0), lax.add, (1, 2, 2, 1), None, "VALID"),
      NotImplementedError, "does not support pytrees of operands"),
     (lambda: lax.reduce_window(X, np.zeros(3, np.float32), lax.add, (1, 2, 2, 1), None,
@@ -329,3 +330,49 @@ def test_the_primitive_checks_its_params_too():
                                      base_dilation=(1,) * 4, window_dilation=(1,) * 4)
     with pytest.raises(TypeError, match="reduce_window_sum: padding"):
         win.reduce_window_sum(X, (1, 2, 2, 1), (1, 1, 1, 1), ((0, 0),))
+
+
+GENERIC = {  # name: (computation, jax's, init)
+    "product": (lax.mul, "mul", 1.0),
+    "logaddexp": (lambda a, b: fnad.numpy.logaddexp(a, b),
+                  lambda a, b: jnp.logaddexp(a, b), -np.inf),
+    "product from 2": (lambda a, b: a * b, lambda a, b: a * b, 2.0),
+    "not associative": (lambda a, b: a + 2.0 * b, lambda a, b: a + 2.0 * b, 0.5),
+}
+
+
+@needs_jax
+@pytest.mark.parametrize("name", sorted(GENERIC))
+@pytest.mark.parametrize("case", ["3x3 stride 2 SAME", "base dilation", "window dilation SAME",
+                                  "negative padding"])
+def test_other_computations_fold_the_windows_as_jax(name, case):
+    """Any other computation folds each window's elements into init_value in row-major
+    order, skipping pads and dilation holes, as XLA does (values and forward derivatives;
+    jax has no reverse mode for these, fnad's follows from the fold)."""
+    comp, jcomp, init = GENERIC[name]
+    jcomp = getattr(jax.lax, jcomp) if isinstance(jcomp, str) else jcomp
+    shape, dims, strides, padding, base, wdil = CASES[case]
+    x = RNG.uniform(0.5, 1.5, shape).astype(np.float32)
+    ours = lax.reduce_window(x, init, comp, dims, strides, padding, base, wdil)
+    theirs = jax.lax.reduce_window(x, init, jcomp, dims, strides, padding, base, wdil)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    t = _normal(*shape)
+    _, ours_t = fnad.jvp(lambda v: lax.reduce_window(v, init, comp, dims, strides, padding,
+                                                     base, wdil), (x,), (t,))
+    _, theirs_t = jax.jvp(lambda v: jax.lax.reduce_window(v, init, jcomp, dims, strides,
+                                                          padding, base, wdil), (x,), (t,))
+    np.testing.assert_allclose(ours_t, theirs_t, rtol=1e-4, atol=1e-5)
+
+
+def test_product_pooling_gradient_matches_finite_differences():
+    x = RNG.uniform(0.5, 1.5, (1, 5, 4, 2))
+    with fnad.config.override(jax_enable_x64=True):
+        def f(v):
+            return lax.reduce_window(v, 1.0, lax.mul, (1, 2, 2, 1), (1, 2, 1, 1), "SAME").sum()
+        g = np.asarray(fnad.grad(f)(x))
+        eps, fd = 1e-6, np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            d = np.zeros_like(x)
+            d[i] = eps
+            fd[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
