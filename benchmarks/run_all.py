@@ -13,9 +13,10 @@ import pathlib
 import subprocess
 import sys
 
+# gpu.py: the cuda and xla backends, where a GPU is
 SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
            "mlp_step.py", "gpt_step.py", "gpt_cold.py", "conv_step.py", "worker_spin.py",
-           "numba_math.py", "gpu.py"]                     # gpu.py: the cuda and xla backends, where a GPU is
+           "numba_math.py", "gpu.py"]
 
 
 def main() -> int:

@@ -42,15 +42,17 @@ def _unfold_rows(x, strides, patches, n0, sources, counter, chunks):
         img, blk = c // blocks, c % blocks
         b, i = img // nimg, img % nimg
         base = b * strides[0] + (n0 + i) * strides[1]
+        step = strides[2]
         for y in range(blk * BLOCK, min(Y, (blk + 1) * BLOCK)):
             for t in range(K):
                 src = sources[y, t]
                 if src < 0:
-                    for ch in range(C):
-                        patches[b, i, y, t, ch] = 0
+                    patches[b, i, y, t, :] = 0
+                elif step == 1:                        # channels last: a contiguous run
+                    patches[b, i, y, t, :] = x[base + src:base + src + C]
                 else:
                     for ch in range(C):
-                        patches[b, i, y, t, ch] = x[base + src + ch * strides[2]]
+                        patches[b, i, y, t, ch] = x[base + src + ch * step]
 
 
 @numba.njit(**_NJIT)
