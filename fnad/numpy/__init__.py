@@ -8,9 +8,12 @@ scalars are weakly typed, and shapes are static. Importing this package installs
 operators and methods (`x + y`, `x[i]`, `x.sum()` ...) on fnad.Array and on tracers.
 
 Modules: _core (conversion and promotion helpers), _creation, _ufuncs (elementwise
-arithmetic), _logic (where, comparisons, logic), _reductions, _shape, _linalg_ops (dot,
-matmul, einsum ...), _methods (operators),
-_indexing (x[idx], .at, take), _sorting, _extras (nan-reductions, diff, roll, ...).
+arithmetic), _ufunc_extras (frexp, gcd, i0 ...), _logic (where, comparisons, logic),
+_reductions, _shape, _editing (insert, delete, block, concat ...), _linalg_ops (dot,
+matmul, einsum ...), _methods (operators), _indexing (x[idx], .at, take), _index_tricks
+(r_, ix_, unravel_index, put_along_axis ...), _sorting, _setops (isin, union1d ...),
+_histograms (bincount, histogram), _polynomial (polyval ...), _functional (vectorize,
+apply_along_axis, piecewise ...), _extras (nan-reductions, diff, gradient, roll, ...).
 """
 from __future__ import annotations
 
@@ -55,13 +58,20 @@ from fnad.dtypes import (
 from fnad.numpy import _methods
 from fnad.numpy._core import asarray
 from fnad.numpy._creation import *  # noqa: F403
+from fnad.numpy._editing import *  # noqa: F403
 from fnad.numpy._extras import *  # noqa: F403
+from fnad.numpy._functional import *  # noqa: F403
+from fnad.numpy._histograms import *  # noqa: F403
+from fnad.numpy._index_tricks import *  # noqa: F403
 from fnad.numpy._indexing import *  # noqa: F403
 from fnad.numpy._linalg_ops import *  # noqa: F403
 from fnad.numpy._logic import *  # noqa: F403
+from fnad.numpy._polynomial import *  # noqa: F403
 from fnad.numpy._reductions import *  # noqa: F403
+from fnad.numpy._setops import *  # noqa: F403
 from fnad.numpy._shape import *  # noqa: F403
 from fnad.numpy._sorting import *  # noqa: F403
+from fnad.numpy._ufunc_extras import *  # noqa: F403
 from fnad.numpy._ufuncs import *  # noqa: F403
 
 pi = _math.pi

@@ -1,5 +1,5 @@
-"""fnad.numpy's array creation: constants, ranges, identity-like matrices, triangles,
-diagonals, grids.
+"""fnad.numpy's array creation: constants, conversion (astype), ranges (arange ...
+geomspace), identity-like matrices, triangles, diagonals, grids, window functions.
 
 Dtype rules follow jax.numpy: float32 is the default (float64 with x64), `full` and the
 `*_like` functions keep the fill value's or the prototype's weak type, `arange` takes its
@@ -9,6 +9,7 @@ differentiable in `start` and `stop`, and `tril`/`triu`/`diag`/`diagonal` in the
 from __future__ import annotations
 
 import operator
+import warnings
 
 import numpy as np
 
@@ -32,9 +33,10 @@ from fnad.primitives import logic as lg
 from fnad.primitives import shape_ops as so
 
 __all__ = [
-    "arange", "array", "asarray", "copy", "diag", "diagonal", "empty", "empty_like", "eye",
-    "from_dlpack", "full", "full_like", "identity", "indices", "linspace", "logspace",
-    "meshgrid", "ones", "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
+    "arange", "array", "asarray", "astype", "bartlett", "blackman", "copy", "diag", "diagonal",
+    "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "geomspace", "hamming",
+    "hanning", "identity", "indices", "kaiser", "linspace", "logspace", "meshgrid", "ones",
+    "ones_like", "tri", "tril", "triu", "zeros", "zeros_like",
 ]
 
 
@@ -127,6 +129,30 @@ def copy(a: ArrayLike, order: str | None = None) -> Array:
     """A copy of `a` (fnad arrays are immutable, so it shares the buffer)."""
     check_arraylike("copy", a)
     return array(a, copy=True, order=order)
+
+
+def astype(x: ArrayLike, dtype: DTypeLike | None, /, *, copy: bool = False,
+           device=None) -> Array:
+    """`x` converted to `dtype` (the default float if None), as the method x.astype.
+
+    Complex to bool tests x != 0; complex to a real dtype keeps the real part (with a
+    warning, as JAX's, since that will become an error there).
+    """
+    check_arraylike("astype", x)
+    x = ensure_array(x)
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    if dtypes.is_complex(x.dtype):
+        if dtype == np.bool_:
+            return placed(lg.ne(x, lg.convert_element_type(0, x.dtype)), device)
+        if not dtypes.is_complex(dtype):
+            warnings.warn("Casting from complex to real dtypes will soon raise a ValueError. "
+                          "Please first use fnad.numpy.real or fnad.numpy.imag to take the "
+                          "real/imaginary component of your input.", DeprecationWarning,
+                          stacklevel=2)
+            from fnad.numpy._ufuncs import real
+            x = real(x)
+    out = x if x.dtype == dtype and not x.aval.weak_type else lg.convert_element_type(x, dtype)
+    return placed(out, device)
 
 
 # ---- ranges ---------------------------------------------------------------------------------
@@ -232,6 +258,86 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
     lin = linspace(asarray(start, comp_dtype), asarray(stop, comp_dtype), num,
                    endpoint=endpoint, axis=axis)
     return lg.convert_element_type(power(base, lin), dtype)
+
+
+def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = True,
+              dtype: DTypeLike | None = None, axis: int = 0) -> Array:
+    """`num` values from start to stop evenly spaced on a log scale (a geometric
+    progression); start and stop may be negative (of one sign)."""
+    num = operator.index(_concrete(num, "geomspace's num"))
+    check_arraylike("geomspace", start, stop)
+    if dtype is None:
+        dtype = dtypes.to_inexact_dtype(dtypes.result_type(start, stop))
+    dtype = dtypes.canonicalize_dtype(dtype)
+    comp_dtype = dtypes.to_inexact_dtype(dtype)
+    from fnad.numpy._ufuncs import log10, sign, true_divide
+    start, stop = asarray(start, comp_dtype), asarray(stop, comp_dtype)
+    s = sign(start)
+    res = multiply(s, logspace(log10(true_divide(start, s)), log10(true_divide(stop, s)), num,
+                               endpoint=endpoint, base=10.0, dtype=comp_dtype, axis=0))
+    axis = canonicalize_axis(axis, res.ndim)
+    if axis != 0:
+        res = moveaxis(res, 0, axis)
+    return lg.convert_element_type(res, dtype)
+
+
+# ---- window functions ------------------------------------------------------------------------
+def _window_n(M, name: str):
+    """(M, n = 0..M-1 in the default float) or (M, None) when M <= 1 (a window of ones)."""
+    M = int(_concrete(M, f"the M argument of fnad.numpy.{name}"))
+    if M <= 1:
+        return M, None
+    return M, so.iota(dtypes.default_float_dtype(), M)
+
+
+def _cos_term(n, M: int, k: int):
+    from fnad.numpy._ufuncs import cos, true_divide
+    return cos(true_divide(multiply(2 * k * np.pi, n), M - 1))            # cos(2πkn / (M-1))
+
+
+def hamming(M: int) -> Array:
+    """The Hamming window: 0.54 - 0.46 cos(2πn / (M-1)), n = 0..M-1."""
+    M, n = _window_n(M, "hamming")
+    if n is None:
+        return so.full((max(M, 0),), 1, dtypes.default_float_dtype())
+    return add(0.54, multiply(-0.46, _cos_term(n, M, 1)))
+
+
+def hanning(M: int) -> Array:
+    """The Hann window: 0.5 (1 - cos(2πn / (M-1)))."""
+    M, n = _window_n(M, "hanning")
+    if n is None:
+        return so.full((max(M, 0),), 1, dtypes.default_float_dtype())
+    return multiply(0.5, add(1, multiply(-1, _cos_term(n, M, 1))))
+
+
+def blackman(M: int) -> Array:
+    """The Blackman window: 0.42 - 0.5 cos(2πn / (M-1)) + 0.08 cos(4πn / (M-1))."""
+    M, n = _window_n(M, "blackman")
+    if n is None:
+        return so.full((max(M, 0),), 1, dtypes.default_float_dtype())
+    return add(add(0.42, multiply(-0.5, _cos_term(n, M, 1))), multiply(0.08, _cos_term(n, M, 2)))
+
+
+def bartlett(M: int) -> Array:
+    """The Bartlett (triangular) window: 1 - |2n + 1 - M| / (M-1)."""
+    from fnad.numpy._ufuncs import absolute
+    M, n = _window_n(M, "bartlett")
+    if n is None:
+        return so.full((max(M, 0),), 1, dtypes.default_float_dtype())
+    return add(1, multiply(absolute(add(multiply(2, n), 1 - M)), -1 / (M - 1)))
+
+
+def kaiser(M: int, beta: ArrayLike) -> Array:
+    """The Kaiser window: i0(beta sqrt(1 - ((n - α)/α)²)) / i0(beta), α = (M-1)/2."""
+    from fnad.numpy._ufunc_extras import i0
+    from fnad.numpy._ufuncs import sqrt, square, true_divide
+    M, n = _window_n(M, "kaiser")
+    if n is None:
+        return so.full((max(M, 0),), 1, dtypes.default_float_dtype())
+    alpha = 0.5 * (M - 1)
+    r = square(multiply(add(n, -alpha), 1 / alpha))
+    return true_divide(i0(multiply(beta, sqrt(add(1, multiply(r, -1))))), i0(beta))
 
 
 # ---- identity-like matrices, triangles and diagonals ------------------------------------------

@@ -1,5 +1,6 @@
 """NaN-skipping reductions and assorted array routines: nansum ... nancumprod, diff,
-ediff1d, roll, kron, cross, convolve / correlate, cov / corrcoef, interp, select.
+ediff1d, gradient, trapezoid, roll, kron, cross, convolve / correlate, cov / corrcoef,
+interp, select.
 
 Composed from the other fnad.numpy functions (looked up at call time) and lax.
 Imports fnad.lax, the sort primitives, fnad.numpy._core and fnad.numpy._indexing.
@@ -16,9 +17,10 @@ from fnad.numpy._core import asarray, canonicalize_axis, promote_dtypes, promote
 from fnad.primitives.sorting import sort_key_val
 from fnad.numpy._indexing import _concrete, _is_traced, getitem, take
 
-__all__ = ["convolve", "corrcoef", "correlate", "cov", "cross", "diff", "ediff1d", "interp",
-           "kron", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
-           "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "roll", "select"]
+__all__ = ["convolve", "corrcoef", "correlate", "cov", "cross", "diff", "ediff1d", "gradient",
+           "interp", "kron", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
+           "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "roll", "select",
+           "trapezoid"]
 
 
 def _has_nans(a) -> bool:
@@ -205,6 +207,91 @@ def ediff1d(ary, to_end=None, to_begin=None):
     if to_end is not None:
         parts.append(jnp.ravel(asarray(to_end, dtype=res.dtype)))
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+
+def gradient(f, *varargs, axis=None, edge_order: int | None = None):
+    """The numerical gradient of `f` along each axis in `axis` (all by default): central
+    differences inside, one-sided first differences at the two edges.
+
+    varargs: the spacing, as one scalar for every axis, or one per axis (a scalar, or the
+    coordinates along that axis as a 1-D array). One axis gives an array, several a list.
+    """
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to fnad.numpy.gradient is not "
+                                  "supported.")
+    a, *spacing = promote_dtypes_inexact(*(asarray(v) for v in (f, *varargs)))
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        axes = tuple(canonicalize_axis(d, a.ndim) for d in axes)
+    if not axes:
+        return []
+    if min(a.shape[d] for d in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at least "
+                         f"2 elements are required along each axis, got shape {a.shape}")
+    if not spacing:
+        dx = [1.0] * len(axes)
+    elif len(spacing) == 1:
+        dx = spacing * len(axes)
+    elif len(spacing) == len(axes):
+        dx = spacing
+    else:
+        raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
+    grads = [_gradient_along(a, h, ax) for ax, h in zip(axes, dx)]
+    return grads[0] if len(axes) == 1 else grads
+
+
+def _gradient_along(a, h, axis: int):
+    def sl(x, lo, hi):                                               # x[lo:hi] along axis
+        return getitem(x, (slice(None),) * axis + (slice(lo, hi),))
+    upper = jnp.subtract(sl(a, 1, 2), sl(a, 0, 1))                  # first difference
+    lower = jnp.subtract(sl(a, -1, None), sl(a, -2, -1))            # last difference
+    if np.ndim(h) == 0:
+        inner = jnp.true_divide(jnp.multiply(jnp.subtract(sl(a, 2, None), sl(a, 0, -2)), 0.5), h)
+        upper, lower = jnp.true_divide(upper, h), jnp.true_divide(lower, h)
+    elif np.ndim(h) == 1:
+        if h.shape[0] != a.shape[axis]:
+            raise ValueError("Spacing arrays must have the same length as the dimension along "
+                             f"which the gradient is calculated: {h.shape[0]} vs "
+                             f"{a.shape[axis]} (axis {axis})")
+        shape = [1] * a.ndim
+        shape[axis] = h.shape[0]
+        x = lax.reshape(h, tuple(shape))
+        upper = jnp.true_divide(upper, jnp.subtract(sl(x, 1, 2), sl(x, 0, 1)))
+        lower = jnp.true_divide(lower, jnp.subtract(sl(x, -1, None), sl(x, -2, -1)))
+        dx1 = jnp.subtract(sl(x, 1, -1), sl(x, 0, -2))
+        dx2 = jnp.subtract(sl(x, 2, None), sl(x, 1, -1))
+        # Second-order differences on an uneven grid (NumPy's formula).
+        ca = jnp.true_divide(jnp.negative(dx2), jnp.multiply(dx1, jnp.add(dx1, dx2)))
+        cb = jnp.true_divide(jnp.subtract(dx2, dx1), jnp.multiply(dx1, dx2))
+        cc = jnp.true_divide(dx1, jnp.multiply(dx2, jnp.add(dx1, dx2)))
+        inner = jnp.add(jnp.add(jnp.multiply(ca, sl(a, 0, -2)), jnp.multiply(cb, sl(a, 1, -1))),
+                        jnp.multiply(cc, sl(a, 2, None)))
+    else:
+        raise ValueError(f"Spacing arrays must be 1D arrays or scalars, got shape {h.shape}")
+    return jnp.concatenate([upper, inner, lower], axis=axis)
+
+
+def trapezoid(y, x=None, dx=1.0, axis: int = -1):
+    """The integral of y along `axis` by the trapezoidal rule, at the sample points `x`
+    (1-D, or y's shape) or with the constant spacing `dx`."""
+    if x is None:
+        (y,) = promote_dtypes_inexact(asarray(y))
+        dx_arr = asarray(dx)
+        if dx_arr.ndim > 0:
+            dx_arr = lax.expand_dims(dx_arr, tuple(range(y.ndim - dx_arr.ndim)))
+            dx_arr = jnp.moveaxis(dx_arr, axis, -1)
+    else:
+        y, x = promote_dtypes_inexact(asarray(y), asarray(x))
+        dx_arr = jnp.diff(x) if x.ndim == 1 else jnp.moveaxis(jnp.diff(x, axis=axis), axis, -1)
+    y = jnp.moveaxis(y, axis, -1)                                         # [..., N]
+    if dx_arr.ndim == 0 or dx_arr.shape[-1] == 1:                         # constant spacing
+        d = dx_arr if dx_arr.ndim == 0 else getitem(dx_arr, (Ellipsis, 0))
+        ends = jnp.add(getitem(y, (Ellipsis, 0)), getitem(y, (Ellipsis, -1)))
+        return jnp.multiply(d, jnp.subtract(jnp.sum(y, axis=-1), jnp.multiply(0.5, ends)))
+    mids = jnp.add(getitem(y, (Ellipsis, slice(1, None))), getitem(y, (Ellipsis, slice(None, -1))))
+    return jnp.multiply(0.5, jnp.sum(jnp.multiply(dx_arr, mids), axis=-1))
 
 
 def roll(a, shift, axis=None):

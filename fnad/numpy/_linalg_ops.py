@@ -1,5 +1,5 @@
 """fnad.numpy's products and contractions: dot, matmul, vdot, inner, outer, tensordot, einsum,
-trace, matrix_transpose.
+trace, matrix_transpose, and the Array API's matvec, vecmat, vecdot.
 
 All contractions lower to the one `dot_general` primitive (plus transpose/squeeze/reduce_sum
 around it), whose output order is: batch dims, lhs free dims, rhs free dims. einsum
@@ -24,14 +24,14 @@ from fnad.numpy._core import (
 )
 from fnad.numpy._creation import diagonal
 from fnad.numpy._reductions import sum as _sum
-from fnad.numpy._shape import ravel, reshape, swapaxes, transpose
+from fnad.numpy._shape import moveaxis, ravel, reshape, swapaxes, transpose
 from fnad.numpy._ufuncs import conjugate, multiply
 from fnad.primitives import linalg
 from fnad.primitives import reductions as red
 from fnad.primitives import shape_ops as so
 
-__all__ = ["dot", "einsum", "inner", "matmul", "matrix_transpose", "outer", "tensordot",
-           "trace", "vdot"]
+__all__ = ["dot", "einsum", "inner", "matmul", "matrix_transpose", "matvec", "outer",
+           "tensordot", "trace", "vdot", "vecdot", "vecmat"]
 
 
 def _promote(name: str, a, b, preferred_element_type):
@@ -183,6 +183,50 @@ def matrix_transpose(x: ArrayLike, /) -> Array:
         raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got "
                          f"ndim={x.ndim}")
     return swapaxes(x, -1, -2)
+
+
+def _check_core_rank(name: str, x, rank: int, dims: str) -> None:
+    if x.ndim < rank:
+        raise ValueError(f"{name}: input with shape {x.shape} does not have enough dimensions "
+                         f"for the core dimensions {dims}")
+
+
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """Batched matrix-vector products: [..., N, M] x [..., M] -> [..., N] (batch dims
+    broadcast)."""
+    check_arraylike("matvec", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    _check_core_rank("matvec", x1, 2, "(n,m)")
+    _check_core_rank("matvec", x2, 1, "(m)")
+    out = matmul(x1, so.expand_dims(x2, (x2.ndim,)))                   # [..., N, 1]
+    return so.squeeze(out, (out.ndim - 1,))                             # [..., N]
+
+
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
+    """Batched conj(vector)-matrix products: [..., N] x [..., N, M] -> [..., M]."""
+    check_arraylike("vecmat", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    _check_core_rank("vecmat", x1, 1, "(n)")
+    _check_core_rank("vecmat", x2, 2, "(n,m)")
+    out = matmul(so.expand_dims(conjugate(x1), (x1.ndim - 1,)), x2)     # [..., 1, M]
+    return so.squeeze(out, (out.ndim - 2,))                             # [..., M]
+
+
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision=None,
+           preferred_element_type=None) -> Array:
+    """Σ conj(x1)·x2 along `axis` (the other dims broadcast): [..., N] x [..., N] -> [...]."""
+    check_arraylike("vecdot", x1, x2)
+    x1, x2 = ensure_array(x1), ensure_array(x2)
+    ax1, ax2 = canonicalize_axis(axis, x1.ndim), canonicalize_axis(axis, x2.ndim)
+    if x1.shape[ax1] != x2.shape[ax2]:
+        raise ValueError(f"axes must match; got shapes {x1.shape} and {x2.shape} with "
+                         f"axis={axis}")
+    x1 = so.expand_dims(conjugate(moveaxis(x1, ax1, -1)),
+                        (x1.ndim - 1,))                                 # [..., 1, N]
+    x2 = so.expand_dims(moveaxis(x2, ax2, -1),
+                        (x2.ndim,))                                     # [..., N, 1]
+    out = matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+    return so.squeeze(out, (out.ndim - 2, out.ndim - 1))                # [...]
 
 
 # ---- einsum ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """fnad.numpy's selection, comparison, logic and classification: where, comparisons,
-isclose, logical and bitwise ops, isnan/isinf/isfinite, signbit, nan_to_num, copysign,
-heaviside, fmax/fmin.
+isclose, array_equal / array_equiv, logical and bitwise ops, isnan/isinf/isfinite,
+iscomplex / isreal, iterable, signbit, nan_to_num, copysign, heaviside, fmax/fmin.
 
 Booleans results carry no tangent; functions that select (where, copysign, heaviside,
 fmax, nan_to_num) send the cotangent only to the chosen entries, which is what makes the
@@ -29,12 +29,12 @@ from fnad.primitives import elementwise as ew
 from fnad.primitives import logic as lg
 
 __all__ = [
-    "allclose", "array_equal", "bitwise_and", "bitwise_invert", "bitwise_left_shift",
-    "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "copysign", "equal", "fmax",
-    "fmin", "greater", "greater_equal", "heaviside", "invert", "isclose", "isfinite", "isinf",
-    "isnan", "isneginf", "isposinf", "left_shift", "less", "less_equal", "logical_and",
-    "logical_not", "logical_or", "logical_xor", "nan_to_num", "not_equal", "right_shift",
-    "signbit", "where",
+    "allclose", "array_equal", "array_equiv", "bitwise_and", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "copysign", "equal", "fmax", "fmin", "greater", "greater_equal", "heaviside", "invert",
+    "isclose", "iscomplex", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal",
+    "iterable", "left_shift", "less", "less_equal", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "nan_to_num", "not_equal", "right_shift", "signbit", "where",
 ]
 
 
@@ -159,6 +159,18 @@ def array_equal(a1: ArrayLike, a2: ArrayLike, equal_nan: bool = False) -> Array:
     return _all(eq)
 
 
+def array_equiv(a1: ArrayLike, a2: ArrayLike) -> Array:
+    """Whether a1 and a2 are equal after broadcasting (False if they cannot broadcast); a
+    0-d bool array."""
+    from fnad.numpy._reductions import all as _all
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        eq = equal(a1, a2)
+    except ValueError:                                      # shapes do not broadcast
+        return asarray(False)
+    return _all(eq)
+
+
 # ---- floating-point classification ---------------------------------------------------------
 def isnan(x: ArrayLike, /) -> Array:
     """x is NaN (never for integers)."""
@@ -191,6 +203,33 @@ def isinf(x: ArrayLike, /) -> Array:
         return lg.bitwise_or(lg.eq(ew.abs(re), _const(re, np.inf)),
                              lg.eq(ew.abs(im), _const(im, np.inf)))
     return _full_like(x, False, np.bool_)
+
+
+def iscomplex(x: ArrayLike) -> Array:
+    """Whether each element has a nonzero imaginary part (False for real dtypes)."""
+    check_arraylike("iscomplex", x)
+    x = ensure_array(x)
+    if not dtypes.is_complex(x.aval.dtype):
+        return _full_like(x, False, np.bool_)
+    return lg.ne(ew.imag(x), 0)
+
+
+def isreal(x: ArrayLike) -> Array:
+    """Whether each element has a zero imaginary part (True for real dtypes)."""
+    check_arraylike("isreal", x)
+    x = ensure_array(x)
+    if not dtypes.is_complex(x.aval.dtype):
+        return _full_like(x, True, np.bool_)
+    return lg.eq(ew.imag(x), 0)
+
+
+def iterable(y) -> bool:
+    """Whether `iter(y)` works (a Python bool; a 0-d array is not iterable)."""
+    try:
+        iter(y)
+    except TypeError:
+        return False
+    return True
 
 
 def _isposneginf(name, infinity, x):

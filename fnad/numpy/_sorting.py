@@ -22,7 +22,7 @@ from fnad.numpy._indexing import (IndexUpdateHelper, _concrete, _is_traced, geti
 
 __all__ = ["argpartition", "argsort", "lexsort", "median", "nanmedian", "nanpercentile",
            "nanquantile", "partition", "percentile", "quantile", "searchsorted", "sort",
-           "unique"]
+           "sort_complex", "unique"]
 
 
 def _ravel(a):
@@ -67,6 +67,15 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
         a, iota = lax.rev(a, (axis,)), lax.rev(iota, (axis,))
     _, idx = sort_key_val(a, iota, dimension=axis, is_stable=True)
     return lax.rev(idx, (axis,)) if descending else idx
+
+
+def sort_complex(a):
+    """`a` sorted along its last axis (real part first, then imaginary), as a complex array."""
+    a = asarray(a)
+    out = sort(a, axis=-1) if a.ndim else a
+    dt = a.dtype if dtypes.is_complex(a.dtype) else dtypes.promote_types(a.dtype,
+                                                                          np.complex64)
+    return lax.convert_element_type(out, dtypes.canonicalize_dtype(dt))
 
 
 def lexsort(keys, axis: int = -1):
