@@ -1,7 +1,7 @@
 """fnad: composable function transformations (grad, jvp, vjp, vmap, jit) over a typed IR.
 
 `import fnad` loads the core, the primitive rules and the user API; a backend
-(and so numba or jax) loads on first use.
+(and so numba or jax) and `fnad.scipy` load on first use.
 """
 from fnad import dtypes, tree, tree_util  # noqa: F401
 from fnad.config import (config, debug_infs, debug_nans, default_matmul_precision,
@@ -34,3 +34,11 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "local_device_count", "local_devices", "log_compiles", "make_jaxpr",
            "numpy_rank_promotion", "pure_callback", "remat", "stop_gradient", "typeof",
            "value_and_grad", "vjp", "vmap"]
+
+
+def __getattr__(name: str):
+    """`fnad.scipy` loads on first use (~5 ms that `import fnad` need not pay)."""
+    if name == "scipy":
+        import importlib
+        return importlib.import_module("fnad.scipy")
+    raise AttributeError(f"module 'fnad' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""fnad.nn: activation functions, softmax / logsumexp and one_hot, as jax.nn.
+"""fnad.nn: activation functions, softmax / logsumexp, one_hot and dot_product_attention,
+as jax.nn; the weight initializers are `fnad.nn.initializers` (fnad/initializers.py).
 
 Pure functions of arrays composed from fnad.numpy and fnad.lax. Numerics follow
 jax.nn: softmax and log_softmax subtract the row max under stop_gradient,
@@ -10,19 +11,25 @@ zero gradient at their kinks (as JAX's custom JVPs give), written here with
 from __future__ import annotations
 
 import functools
+import math
 import operator
+import sys
 
 import numpy as np
 
-from fnad import dtypes, lax
+from fnad import dtypes, initializers, lax
 from fnad.custom import custom_jvp
 import fnad.numpy as jnp
 from fnad.numpy._core import asarray, canonicalize_axis, promote_args_inexact
 
-__all__ = ["celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
-           "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "mish", "one_hot", "relu",
-           "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
-           "squareplus", "standardize", "swish"]
+# jax.nn.initializers is a module: `from fnad.nn.initializers import lecun_normal` works too
+sys.modules[__name__ + ".initializers"] = initializers
+
+__all__ = ["celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu",
+           "hard_swish", "hard_tanh", "identity", "initializers", "leaky_relu", "log1mexp",
+           "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp", "mish", "one_hot", "relu",
+           "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus",
+           "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"]
 
 
 def _inexact(name, x):
@@ -43,9 +50,36 @@ def relu6(x):
                      jnp.where(jnp.greater_equal(x, 6), jnp.full_like(x, 6), x))
 
 
+def identity(x):
+    """x, unchanged (as an array)."""
+    return asarray(x)
+
+
+tanh = jnp.tanh
+
+
 def sigmoid(x):
     """1 / (1 + exp(-x))."""
     return lax.logistic(_inexact("sigmoid", x))
+
+
+def sparse_sigmoid(x):
+    """0 for x <= -1, (x + 1)/2 between, 1 for x >= 1: the derivative of sparse_plus."""
+    x = _inexact("sparse_sigmoid", x)
+    return jnp.multiply(0.5, jnp.clip(jnp.add(x, 1.0), 0.0, 2.0))
+
+
+@custom_jvp
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0: log(-expm1(-x)) below log 2, log1p(-exp(-x)) above
+    (Mächler's split, accurate on both sides). d/dx = 1 / expm1(x)."""
+    x = _inexact("log1mexp", x)
+    return jnp.where(jnp.less(x, math.log(2.0)),
+                     jnp.log(jnp.negative(jnp.expm1(jnp.negative(x)))),
+                     jnp.log1p(jnp.negative(jnp.exp(jnp.negative(x)))))
+
+
+log1mexp.defjvps(lambda g, ans, x: jnp.true_divide(g, jnp.expm1(x)))
 
 
 def softplus(x):
@@ -270,6 +304,19 @@ def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = 
     return out
 
 
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False):
+    """log(mean(exp(x))) over `axis` = logsumexp(x) - log(n), n the number of elements
+    reduced (those where `where` holds)."""
+    lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+    if where is None:
+        shape = np.shape(x)
+        n = math.prod(shape[a] for a in _axes(axis, len(shape)))
+        return jnp.subtract(lse, np.log(np.asarray(n, lse.dtype)))
+    count = jnp.sum(jnp.broadcast_to(where, np.shape(x)), axis=axis, dtype=lse.dtype,
+                    keepdims=keepdims)
+    return jnp.subtract(lse, jnp.log(count))
+
+
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
                 algorithm: str = "fast"):
     """(x - mean) / sqrt(variance + epsilon) over `axis`.
@@ -307,3 +354,128 @@ def one_hot(x, num_classes: int, *, dtype=None, axis: int = -1):
     rhs_shape.insert(out_axis, num_classes)
     rhs = lax.broadcasted_iota(x.dtype, rhs_shape, out_axis)       # [1, .., C, .., 1]
     return asarray(jnp.equal(lhs, rhs), dtype)
+
+
+# ---- attention -------------------------------------------------------------------------------
+# softmax(Q Kᵀ · scale + bias, masked) V per head, as jax.nn.dot_product_attention's 'xla'
+# implementation: logits in at least float32, masked logits set to -0.7 · max float (not
+# -inf: a fully masked row averages V instead of giving NaN), the softmax in float32.
+# Query heads N = K · G share the K key/value heads in groups of G (GQA; MQA when K = 1).
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
+                          is_causal: bool = False, query_seq_lengths=None,
+                          key_value_seq_lengths=None, local_window_size=None,
+                          implementation=None, return_residual: bool = False):
+    """Scaled dot-product attention on [B, T, N, H] queries and [B, S, K, H] keys/values
+    (the batch axis may be left out), as jax.nn.dot_product_attention.
+
+    bias: added to the logits, 4D, broadcastable to [B, N, T, S]. mask: boolean, 4D,
+    broadcastable to [B, N, T, S], True where a query may attend. scale: default
+    1/sqrt(H). is_causal: query t sees keys s <= t. query_seq_lengths /
+    key_value_seq_lengths: int32 [B], positions at or past them are padding (padded
+    queries output 0). local_window_size: (left, right), or an int for both: query t
+    sees keys t - left <= s <= t + right. implementation: None or 'xla' ('cudnn' is not
+    available in fnad). return_residual: also return the logsumexp of the logits,
+    [B, T, N]. Returns [B, T, N, H] (the query's shape).
+    """
+    if implementation == "cudnn":
+        raise NotImplementedError(
+            "dot_product_attention: implementation='cudnn' (cuDNN flash attention) is not "
+            "available in fnad; use implementation=None or 'xla'")
+    if implementation not in (None, "xla"):
+        raise ValueError(f"Unsupported implementation option: {implementation}")
+    output_shape = asarray(query).shape
+
+    def ensure_4d(t):
+        t = asarray(t)
+        return jnp.expand_dims(t, tuple(range(4 - t.ndim))) if t.ndim < 4 else t
+
+    q, k, v = ensure_4d(query), ensure_4d(key), ensure_4d(value)
+    bias = None if bias is None else ensure_4d(bias)
+    mask = None if mask is None else ensure_4d(mask)
+    q_len = None if query_seq_lengths is None else asarray(query_seq_lengths)
+    kv_len = None if key_value_seq_lengths is None else asarray(key_value_seq_lengths)
+    if isinstance(local_window_size, int):
+        local_window_size = (local_window_size, local_window_size)
+
+    B, S, K, H = k.shape
+    _check_attention_arg(v, (B, S, K, H), k.dtype, "value")
+    _check_attention_arg(q, (B, -1, -1, H), k.dtype, "query")
+    _check_attention_arg(mask, (-1,) * 4, np.dtype(bool), "mask")
+    _check_attention_arg(bias, (-1,) * 4, None, "bias")
+    _check_attention_arg(q_len, (B,), np.dtype(np.int32), "query_seq_lengths")
+    _check_attention_arg(kv_len, (B,), np.dtype(np.int32), "key_value_seq_lengths")
+    T, N = q.shape[1], q.shape[2]
+    if N % K:
+        raise ValueError(f"The number of query heads must be a multiple of key/value heads, "
+                         f"but got {N} vs {K}")
+    G = N // K
+    scale = 1.0 / np.sqrt(H) if scale is None else scale
+
+    q = jnp.reshape(q, (B, T, K, G, H))                                     # [B, T, K, G, H]
+    logits_dtype = jnp.promote_types(q.dtype, np.float32)
+    logits = jnp.einsum("BTKGH,BSKH->BKGTS", q, k,                         # [B, K, G, T, S]
+                        preferred_element_type=logits_dtype)
+    logits = jnp.multiply(logits, jnp.array(scale, logits_dtype))
+    if bias is not None:
+        logits = jnp.add(logits, _grouped(bias, K, G, N, "bias")).astype(logits_dtype)
+    allowed = _attention_mask(mask, is_causal, local_window_size, q_len, kv_len, T, S, K, G, N)
+    if allowed is not None:
+        big_negative = -0.7 * min(float(dtypes.finfo(logits_dtype).max),
+                                  float(np.finfo(np.float32).max))
+        logits = jnp.where(allowed, logits, jnp.array(big_negative, logits_dtype))
+    logits = logits.astype(np.float32)
+    probs = softmax(logits, axis=-1).astype(k.dtype)                       # [B, K, G, T, S]
+    out = jnp.einsum("BKGTS,BSKH->BTKGH", probs, v)                         # [B, T, K, G, H]
+    if q_len is not None:                                  # padded queries give 0
+        keep = jnp.less(jnp.arange(T)[None, :], q_len[:, None])             # [B, T]
+        out = jnp.multiply(out, keep[:, :, None, None, None].astype(out.dtype))
+    out = jnp.reshape(out, output_shape)
+    if not return_residual:
+        return out
+    lse = logsumexp(logits, axis=-1).astype(k.dtype)                        # [B, K, G, T]
+    lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), output_shape[:-1])  # [B, T, N]
+    return out, lax.stop_gradient(lse)
+
+
+def _check_attention_arg(t, shape, dtype, name: str) -> None:
+    if t is None:
+        return
+    if t.ndim != len(shape):
+        raise ValueError(f"{name} ndim should be {len(shape)}, but got {t.ndim}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"{name} dtype should be {dtype}, but got {t.dtype}")
+    if any(want != -1 and got != want for got, want in zip(t.shape, shape)):
+        raise ValueError(f"{name} shape should be {list(shape)}: but got {t.shape}")
+
+
+def _grouped(t, K: int, G: int, N: int, name: str):
+    """A [b, n, t, s] bias or mask (n = 1 or N) as [b, K or 1, G or 1, t, s]."""
+    b, n, tt, ss = t.shape
+    if n == 1:
+        return jnp.reshape(t, (b, 1, 1, tt, ss))
+    if n != N:
+        raise ValueError(f"{name}: axis 1 (heads) must be 1 or {N}, got shape {t.shape}")
+    return jnp.reshape(t, (b, K, G, tt, ss))
+
+
+def _attention_mask(mask, is_causal, window, q_len, kv_len, T, S, K, G, N):
+    """Where a query may attend, broadcastable to [B, K, G, T, S]; None if everywhere."""
+    allowed = None
+
+    def both(m):
+        return m if allowed is None else jnp.logical_and(allowed, m)
+    if mask is not None:
+        allowed = both(_grouped(mask, K, G, N, "mask"))
+    q_pos = jnp.arange(T)[:, None]                                           # [T, 1]
+    k_pos = jnp.arange(S)[None, :]                                           # [1, S]
+    if is_causal:
+        allowed = both(jnp.greater_equal(q_pos, k_pos))                      # tril
+    if window is not None:
+        left, right = window
+        allowed = both(jnp.logical_and(jnp.less_equal(q_pos, k_pos + left),
+                                       jnp.greater_equal(q_pos, k_pos - right)))
+    if q_len is not None:                                                    # [B, 1, 1, T, 1]
+        allowed = both(jnp.less(q_pos[None], q_len[:, None, None])[:, None, None])
+    if kv_len is not None:                                                   # [B, 1, 1, 1, S]
+        allowed = both(jnp.less(k_pos[None], kv_len[:, None, None])[:, None, None])
+    return allowed

@@ -104,6 +104,9 @@ __all__ = [
     "erf",
     "erfc",
     "erf_inv",
+    "lgamma",
+    "digamma",
+    "polygamma",
     "real",
     "imag",
     "complex",
@@ -622,6 +625,42 @@ def erf_inv_jvp(primals, tangents):                    # d erf⁻¹ x = √π/2�
     return y, mul(x_dot, mul(exp(square(y)), 1.0 / _TWO_OVER_SQRT_PI))
 jvp_rules[erf_inv_p] = erf_inv_jvp
 batch_rules[erf_inv_p] = vectorized_batch_rule(erf_inv_p)
+
+# ---- gamma family (floats only, as jax.lax) ------------------------------------------------
+lgamma_p = Primitive("lgamma")
+def lgamma(x): return lgamma_p.bind(x)
+
+abstract_eval_rules[lgamma_p] = unop_abstract_eval("lgamma", (FLOAT,))
+def lgamma_jvp(primals, tangents):                     # d ln|Γ(x)| = ψ(x) dx
+    (x,), (x_dot,) = primals, tangents
+    return lgamma(x), mul(x_dot, digamma(x))
+jvp_rules[lgamma_p] = lgamma_jvp
+batch_rules[lgamma_p] = vectorized_batch_rule(lgamma_p)
+
+digamma_p = Primitive("digamma")
+def digamma(x): return digamma_p.bind(x)
+
+abstract_eval_rules[digamma_p] = unop_abstract_eval("digamma", (FLOAT,))
+def digamma_jvp(primals, tangents):                    # d ψ(x) = ψ⁽¹⁾(x) dx
+    (x,), (x_dot,) = primals, tangents
+    return digamma(x), mul(x_dot, polygamma(1.0, x))
+jvp_rules[digamma_p] = digamma_jvp
+batch_rules[digamma_p] = vectorized_batch_rule(digamma_p)
+
+polygamma_p = Primitive("polygamma")
+def polygamma(m, x): return polygamma_p.bind(*promote_scalars(m, x))
+
+abstract_eval_rules[polygamma_p] = naryop_abstract_eval("polygamma", (FLOAT,))
+def polygamma_jvp(primals, tangents):                  # d ψ⁽ᵐ⁾(x) = ψ⁽ᵐ⁺¹⁾(x) dx; m: none
+    (m, x), (m_dot, x_dot) = primals, tangents
+    if nonzero(m_dot):                                 # m is an integer order (as jax)
+        raise ValueError("polygamma gradient with respect to m is not supported")
+    out = polygamma(m, x)
+    if not nonzero(x_dot):
+        return out, None
+    return out, mul(x_dot, polygamma(add(m, 1.0), x))
+jvp_rules[polygamma_p] = polygamma_jvp
+batch_rules[polygamma_p] = broadcasting_batch_rule(polygamma_p)
 
 # ---- complex parts -------------------------------------------------------------------------
 real_p = Primitive("real")

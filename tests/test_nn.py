@@ -182,3 +182,108 @@ def test_numpy_references_without_jax():
     close(nn.sigmoid(X), (1 / (1 + np.exp(-X.astype(np.float64)))).astype(np.float32))
     close(nn.relu(X), np.maximum(X, 0))
     close(nn.one_hot(np.array([1, 0]), 2), np.eye(2, dtype=np.float32)[[1, 0]])
+
+
+# ---- identity, tanh, sparse_sigmoid, log1mexp, logmeanexp ------------------------------------
+@needs_jax
+@pytest.mark.parametrize("name", ["identity", "tanh", "sparse_sigmoid", "log1mexp"])
+def test_more_activations_match_jax(name):
+    x = np.abs(X) if name == "log1mexp" else X          # log1mexp: x >= 0 (0 gives -inf)
+    x = np.concatenate([x, [0.0, 1e-8, np.log(2.0), 0.7, np.inf]]).astype(np.float32)
+    close(getattr(nn, name)(x), getattr(jnn, name)(x))
+    g = fnad.vmap(fnad.grad(getattr(nn, name)))(x)      # sparse_sigmoid's kinks: jax's 1/4
+    close(g, jax.vmap(jax.grad(getattr(jnn, name)))(x))
+
+
+@needs_jax
+@pytest.mark.parametrize("axis,keepdims,masked", [(None, False, False), (1, False, False),
+                                                  ((0, 1), True, False), (0, False, True),
+                                                  (None, True, True)])
+def test_logmeanexp_matches_jax(axis, keepdims, masked):
+    where = M > 0 if masked else None
+    close(nn.logmeanexp(M, axis=axis, keepdims=keepdims, where=where),
+          jnn.logmeanexp(M, axis=axis, keepdims=keepdims, where=where))
+    close(fnad.grad(lambda v: jnp.sum(nn.logmeanexp(v, axis, where, keepdims)))(M),
+          jax.grad(lambda v: jnn.logmeanexp(v, axis, where, keepdims).sum())(M))
+
+
+# ---- dot_product_attention -------------------------------------------------------------------
+def _qkv(B=2, T=5, S=6, N=4, K=2, H=8, dtype=np.float32):
+    r = np.random.default_rng(1)
+    return (r.standard_normal((B, T, N, H)).astype(dtype),
+            r.standard_normal((B, S, K, H)).astype(dtype),
+            r.standard_normal((B, S, K, H)).astype(dtype))
+
+
+_Q_LEN, _KV_LEN = np.array([3, 5], np.int32), np.array([6, 2], np.int32)
+_BIAS = np.random.default_rng(2).standard_normal((1, 4, 5, 6)).astype(np.float32)
+_MASK = np.random.default_rng(3).random((2, 1, 5, 6)) < 0.7
+ATTENTION = {                                           # name -> (heads N, K), keyword args
+    "mha": ((4, 4), {}),
+    "gqa-bias-scale": ((4, 2), {"bias": _BIAS, "scale": 0.3}),
+    "mqa-mask": ((4, 1), {"mask": _MASK}),
+    "causal-window": ((4, 2), {"is_causal": True, "local_window_size": (1, 2)}),
+    "seq-lengths": ((4, 2), {"query_seq_lengths": _Q_LEN, "key_value_seq_lengths": _KV_LEN}),
+    "everything": ((4, 2), {"bias": _BIAS, "mask": _MASK, "is_causal": True,
+                            "local_window_size": 1, "query_seq_lengths": _Q_LEN,
+                            "key_value_seq_lengths": _KV_LEN, "implementation": "xla"}),
+}
+
+
+@needs_jax
+@pytest.mark.parametrize("name", sorted(ATTENTION))
+def test_dot_product_attention_matches_jax(name):
+    (N, K), kw = ATTENTION[name]
+    q, k, v = _qkv(N=N, K=K)
+    close(nn.dot_product_attention(q, k, v, **kw), jnn.dot_product_attention(q, k, v, **kw))
+
+    def loss(lib, total):
+        return lambda q, k, v: total(lib.nn.dot_product_attention(q, k, v, **kw) ** 2)
+    g = fnad.grad(loss(fnad, jnp.sum), argnums=(0, 1, 2))(q, k, v)
+    gj = jax.jit(jax.grad(loss(jax, jjnp.sum), argnums=(0, 1, 2)))(q, k, v)
+    for a, b in zip(g, gj):
+        close(a, b, atol=1e-5)
+
+
+@needs_jax
+def test_dot_product_attention_residual_3d_and_bfloat16_match_jax():
+    q, k, v = _qkv()
+    out, lse = nn.dot_product_attention(q, k, v, is_causal=True, return_residual=True,
+                                        key_value_seq_lengths=_KV_LEN)
+    out_j, lse_j = jnn.dot_product_attention(q, k, v, is_causal=True, return_residual=True,
+                                             key_value_seq_lengths=_KV_LEN)
+    close(out, out_j)
+    close(lse, lse_j)                                   # [B, T, N]
+    close(nn.dot_product_attention(q[0], k[0], v[0]), jnn.dot_product_attention(q[0], k[0], v[0]))
+    qb, kb, vb = _qkv(dtype=jnp.bfloat16)
+    close(nn.dot_product_attention(qb, kb, vb).astype(np.float32),
+          jnn.dot_product_attention(qb, kb, vb).astype(np.float32), atol=1e-2)
+
+
+def test_dot_product_attention_against_numpy():
+    q, k, v = _qkv(N=2, K=2)
+    B, T, N, H = q.shape
+    logits = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(H)
+    logits = np.where(np.tril(np.ones((T, k.shape[1]), bool)), logits, -np.inf)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    want = np.einsum("bnts,bsnh->btnh", p, v).astype(np.float32)
+    close(nn.dot_product_attention(q, k, v, is_causal=True), want, atol=1e-5)
+    jitted = fnad.jit(lambda q, k, v: nn.dot_product_attention(q, k, v, is_causal=True))
+    close(jitted(q, k, v), want, atol=1e-5)
+
+
+def test_dot_product_attention_errors():
+    q, k, v = _qkv()
+    with pytest.raises(NotImplementedError, match="cudnn.*not available in fnad"):
+        nn.dot_product_attention(q, k, v, implementation="cudnn")
+    with pytest.raises(ValueError, match="Unsupported implementation option: flash"):
+        nn.dot_product_attention(q, k, v, implementation="flash")
+    with pytest.raises(ValueError, match="multiple of key/value heads, but got 3 vs 2"):
+        nn.dot_product_attention(q[:, :, :3], k, v)
+    with pytest.raises(ValueError, match="mask dtype should be bool"):
+        nn.dot_product_attention(q, k, v, mask=_MASK.astype(np.float32))
+    with pytest.raises(ValueError, match="value shape should be"):
+        nn.dot_product_attention(q, k, v[:, :3])
+    with pytest.raises(ValueError, match="key_value_seq_lengths dtype should be int32"):
+        nn.dot_product_attention(q, k, v, key_value_seq_lengths=_KV_LEN.astype(np.float32))

@@ -256,7 +256,8 @@ emit_rules[ew.rsqrt_p] = Rule("f", _rsqrt)
 # Not fused: pow, atan2, cbrt, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
 # atanh (and erf/erfc where mathfns has no vectorizing version). Inside a numba loop they
 # are scalar libm calls, slower than NumPy's SIMD loops and a few ulp away from them; in
-# the driver they are NumPy's own, so jit gives the eager result bit for bit.
+# the driver they are NumPy's own, so jit gives the eager result bit for bit. Nor are
+# erf_inv, lgamma, digamma and polygamma: numba has no function for them (SciPy computes).
 emit_rules[lg.eq_p] = _cmp("==")
 emit_rules[lg.ne_p] = _cmp("!=")
 emit_rules[lg.lt_p] = _cmp("<")

@@ -92,6 +92,42 @@ def _same_dtype(fn):
     return impl
 
 
+# ---- gamma family: scipy.special in float64, then rounded to the input's dtype, with jax's
+# values at the special points where scipy's differ (checked against jax 0.10):
+#   lgamma(-inf) = inf (scipy: -inf); digamma = NaN at every pole 0, -1, -2, ... and -inf
+#   (scipy: -inf/+inf at -0/+0); polygamma(m, x) = NaN unless m is a whole number >= 0, and
+#   for m >= 1: NaN at x = +inf (scipy: 0), at a pole inf for odd m and NaN for even m.
+def _in_float64(fn):
+    def impl(*xs):
+        dt = np.result_type(*xs)
+        return np.asarray(fn(*[np.asarray(x, np.float64) for x in xs]), dt)
+    impl.__name__ = fn.__name__
+    return impl
+
+
+def _at_pole(x):
+    """x is 0, a negative integer or -inf (floor(-inf) = -inf)."""
+    return (x <= 0) & (np.floor(x) == x)
+
+
+def _lgamma(x):
+    return np.where(x == -np.inf, np.inf, _special().gammaln(x))
+
+
+def _digamma(x):
+    return np.where(_at_pole(x), np.nan, _special().psi(x))
+
+
+def _polygamma(m, x):
+    m, x = np.broadcast_arrays(m, x)
+    whole = (m >= 0) & (np.floor(m) == m) & (m != np.inf)
+    order = np.where(whole, m, 1.0)
+    y = np.where(order == 0, _digamma(x), _special().polygamma(order, x))
+    y = np.where((order > 0) & (x == np.inf), np.nan, y)
+    y = np.where((order > 0) & _at_pole(x), np.where(order % 2 == 1, np.inf, np.nan), y)
+    return np.where(whole, y, np.nan)
+
+
 impl_rules[ew.add_p] = quietly(np.add)              # inf - inf: nan, quietly
 impl_rules[ew.add_any_p] = quietly(np.add)
 impl_rules[ew.sub_p] = quietly(np.subtract)
@@ -134,6 +170,9 @@ impl_rules[ew.atanh_p] = quietly(np.arctanh)
 impl_rules[ew.erf_p] = _same_dtype(lambda x: _special().erf(x))
 impl_rules[ew.erfc_p] = _same_dtype(lambda x: _special().erfc(x))
 impl_rules[ew.erf_inv_p] = quietly(_same_dtype(lambda x: _special().erfinv(x)))
+impl_rules[ew.lgamma_p] = quietly(_in_float64(_lgamma))
+impl_rules[ew.digamma_p] = quietly(_in_float64(_digamma))
+impl_rules[ew.polygamma_p] = quietly(_in_float64(_polygamma))
 impl_rules[ew.real_p] = np.real
 impl_rules[ew.imag_p] = np.imag
 impl_rules[ew.complex_p] = _complex

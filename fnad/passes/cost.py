@@ -14,7 +14,10 @@ returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
                      included); n·⌈log2 n⌉ per sorted row; n³/3
                      for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve
     transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
-                     the trigonometric functions, erf, pow ... (not counted in flops)
+                     the trigonometric functions, erf, pow ... (not counted in flops);
+                     erf_inv, lgamma, digamma and polygamma too, where XLA counts the
+                     flops and transcendentals of its polynomial expansion (lgamma: 52
+                     and 4 per element; shared terms are counted once after CSE)
     bytes accessed   the bytes each equation reads and writes, summed: the program as
                      if nothing were fused (XLA counts after fusion, so its figure is
                      lower)
@@ -41,7 +44,8 @@ cost_rules: dict[Primitive, Callable[[JaxprEqn], tuple[float, float]]] = {}
 
 _TRANSCENDENTAL = ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sqrt",
                    "rsqrt", "cbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
-                   "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow")
+                   "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "pow",
+                   "lgamma", "digamma", "polygamma")
 
 
 def _size(aval) -> int:

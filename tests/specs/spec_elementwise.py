@@ -57,6 +57,91 @@ def _round_away(x):
     return (np.sign(x) * np.floor(np.abs(x).astype(np.float64) + 0.5)).astype(x.dtype)
 
 
+# ---- gamma family ------------------------------------------------------------------------
+def _off_poles(lo: int, hi: int, shape=(3, 4)):
+    """Negative non-integers in (lo, hi): a whole number plus a fraction in [0.2, 0.8]."""
+    return lambda rng: (rng.integers(lo, hi, shape) + rng.uniform(0.2, 0.8, shape)).astype(f32)
+
+
+# Poles (±0, -1, -2), ±inf and NaN ride along as constants after the drawn x, with jax's
+# values there (scipy's differ at some). Their tangents are 0 · (inf or NaN) = NaN, as the
+# finite differences inf - inf and NaN - NaN are; the derivatives at x are checked as usual.
+_SPECIAL = np.array([0.0, -0.0, -1.0, -2.0, np.inf, -np.inf, np.nan], f32)
+_AT_SPECIAL = {  # jax 0.10's values at _SPECIAL
+    "lgamma": [np.inf] * 6 + [np.nan],
+    "digamma": [np.nan] * 4 + [np.inf, np.nan, np.nan],
+    "polygamma1": [np.inf] * 4 + [np.nan, np.inf, np.nan],
+    "polygamma2": [np.nan] * 7,
+}
+
+
+def _special_points(prim, op, ref, jax_op, expected, name):
+    def fun(x):
+        return op(lax.concatenate([x, lax.convert_element_type(_SPECIAL, x.dtype)], 0))
+
+    def jax_fun(jax, x):
+        return jax_op(jax, jax.numpy.concatenate([x, _SPECIAL.astype(x.dtype)]))
+
+    return Spec(prim, fun, lambda x: np.concatenate([ref(x), np.array(expected, x.dtype)]),
+                (Arg((5,), f32, (0.5, 3.0)),), jax_fun=jax_fun, name=name)
+
+
+def _poly(m):
+    return lambda x: lax.polygamma(m, x)
+
+
+def _jax_poly(m):
+    return lambda jax, x: jax.lax.polygamma(float(m), x)
+
+
+def _ref_poly(m):
+    return lambda x: special.polygamma(m, x)
+
+
+def _whole(rng):
+    return rng.integers(0, 4, (3, 4)).astype(f32)
+
+
+def _gamma_family():
+    # The JVP and jax checks run every spec in float64 (inputs widened, x64 on); "f64"
+    # draws float64 inputs (float32 in the value check unless x64 is on). polygamma is not
+    # differentiable in m (an error, as in jax): stop_gradient keeps the spec tests' zero
+    # tangents of m from reaching its rule.
+    return [
+        *unary(ew.lgamma_p, special.gammaln, domain=(0.5, 4.0), rtol=2e-6),
+        Spec(ew.lgamma_p, lambda x: lax.lgamma(x), special.gammaln, (Arg((3, 4), f32,
+             _off_poles(-6, 0)),), jax_fun=lambda jax, x: jax.lax.lgamma(x), name="negative"),
+        Spec(ew.lgamma_p, lambda x: lax.lgamma(x), special.gammaln,
+             (Arg((6,), f32, (1e2, 1e6)),), jax_fun=lambda jax, x: jax.lax.lgamma(x),
+             fd_eps=1e-2, name="large"),
+        Spec(ew.lgamma_p, lambda x: lax.lgamma(x), special.gammaln,
+             (Arg((4,), np.float64, (0.1, 9.0)),), jax_fun=lambda jax, x: jax.lax.lgamma(x),
+             name="f64"),
+        _special_points(ew.lgamma_p, lax.lgamma, special.gammaln,
+                        lambda jax, x: jax.lax.lgamma(x), _AT_SPECIAL["lgamma"], "special"),
+        *unary(ew.digamma_p, special.psi, domain=(0.5, 4.0), rtol=2e-6),
+        Spec(ew.digamma_p, lambda x: lax.digamma(x), special.psi, (Arg((3, 4), f32,
+             _off_poles(-6, 0)),), jax_fun=lambda jax, x: jax.lax.digamma(x), name="negative"),
+        Spec(ew.digamma_p, lambda x: lax.digamma(x), special.psi,
+             (Arg((6,), f32, (1e2, 1e6)),), jax_fun=lambda jax, x: jax.lax.digamma(x),
+             fd_eps=1e-2, name="large"),
+        _special_points(ew.digamma_p, lax.digamma, special.psi,
+                        lambda jax, x: jax.lax.digamma(x), _AT_SPECIAL["digamma"], "special"),
+        Spec(ew.polygamma_p, lambda m, x: lax.polygamma(lax.stop_gradient(m), x),
+             lambda m, x: special.polygamma(m.astype(int), x), (Arg((3, 4), f32, _whole),
+             Arg((3, 4), f32, (0.5, 4.0))), diff=(1,), rtol=2e-6,
+             jax_fun=lambda jax, m, x: jax.lax.polygamma(jax.lax.stop_gradient(m), x)),
+        *[Spec(ew.polygamma_p, _poly(m), _ref_poly(m), (Arg((3, 4), f32, _off_poles(-7, 0)),),
+               jax_fun=_jax_poly(m), name=f"m{m}-negative") for m in (1, 2)],
+        Spec(ew.polygamma_p, _poly(1), _ref_poly(1), (Arg((6,), f32, (1e2, 1e6)),),
+             jax_fun=_jax_poly(1), fd_eps=1e-2, name="m1-large"),
+        Spec(ew.polygamma_p, _poly(3), _ref_poly(3), (Arg((), f32, (0.5, 4.0)),),
+             jax_fun=_jax_poly(3), name="m3-rank0"),
+        *[_special_points(ew.polygamma_p, _poly(m), _ref_poly(m), _jax_poly(m),
+                          _AT_SPECIAL[f"polygamma{m}"], f"m{m}-special") for m in (1, 2)],
+    ]
+
+
 SPECS = [
     *binary(ew.add_p, np.add, complex_too=True, linear=(0, 1), ints=True),
     *binary(ew.add_any_p, np.add, linear=(0, 1), op=ew.add_any, jax_name="add"),
@@ -98,6 +183,7 @@ SPECS = [
     *unary(ew.erf_p, special.erf),
     *unary(ew.erfc_p, special.erfc),
     *unary(ew.erf_inv_p, special.erfinv, domain=(-0.9, 0.9), rtol=1e-4),
+    *_gamma_family(),
     *unary(ew.square_p, np.square, complex_too=True),
     *unary(ew.abs_p, np.abs, domain=(0.2, 2.0)),
     Spec(ew.abs_p, lambda x: lax.abs(x), np.abs, (Arg((5,), f32, (-2.0, -0.2)),),
