@@ -47,9 +47,11 @@ def _unfold_rows(x, strides, patches, n0, sources, counter, chunks):
             for t in range(K):
                 src = sources[y, t]
                 if src < 0:
-                    patches[b, i, y, t, :] = 0
+                    for ch in range(C):
+                        patches[b, i, y, t, ch] = 0
                 elif step == 1:                        # channels last: a contiguous run
-                    patches[b, i, y, t, :] = x[base + src:base + src + C]
+                    for ch in range(C):
+                        patches[b, i, y, t, ch] = x[base + src + ch]
                 else:
                     for ch in range(C):
                         patches[b, i, y, t, ch] = x[base + src + ch * step]
