@@ -293,6 +293,18 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence, cts_out: Sequence) -> list:
     return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
 
 
+def _flat_cotangent(ct, tree, out_avals, who: str, of: str) -> list:
+    """The leaves of a cotangent `ct`, checked: the structure `tree` of `of`, each leaf a
+    tangent of the matching output aval."""
+    flat_ct, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != tree:
+        raise TypeError(f"{who}: the cotangent must have the structure of {of} {tree}, "
+                        f"got {ct_tree}")
+    for i, (aval, c) in enumerate(zip(out_avals, flat_ct)):
+        _check_tangent(aval, c, i, who)
+    return flat_ct
+
+
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """(fun(*primals), vjp_fn) where vjp_fn(ct) = ctᵀ·J, one cotangent per primal."""
     flat_p, in_tree = tree_util.tree_flatten(primals)
@@ -304,12 +316,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     in_avals = [get_aval(p) for p in flat_p]
 
     def vjp_fn(ct):
-        flat_ct, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != tree:
-            raise TypeError(f"vjp_fn: the cotangent must have the structure of the "
-                            f"primal output {tree}, got {ct_tree}")
-        for i, (aval, c) in enumerate(zip(out_avals, flat_ct)):
-            _check_tangent(aval, c, i, "vjp_fn")
+        flat_ct = _flat_cotangent(ct, tree, out_avals, "vjp_fn", "the primal output")
         flat_ct = [Zero(a.to_tangent_aval()) if not dtypes.is_inexact(a.dtype) else c
                    for a, c in zip(out_avals, flat_ct)]
         cts = backward_pass(closed.jaxpr, closed.consts, flat_ct)
@@ -347,12 +354,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     out_avals = closed.out_avals
 
     def transposed(ct):
-        flat_ct, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != tree:
-            raise TypeError(f"linear_transpose: the cotangent must have the structure of "
-                            f"fun's output {tree}, got {ct_tree}")
-        for i, (aval, c) in enumerate(zip(out_avals, flat_ct)):
-            _check_tangent(aval, c, i, "linear_transpose")
+        flat_ct = _flat_cotangent(ct, tree, out_avals, "linear_transpose", "fun's output")
         try:
             cts = backward_pass(closed.jaxpr, closed.consts, flat_ct)
         except (NotImplementedError, TypeError, AttributeError) as e:
