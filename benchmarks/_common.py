@@ -42,6 +42,20 @@ def rounds(calls: dict, repeat: int, number: int = 1, warmup: int = 1) -> dict:
     return times
 
 
+def torch_sgd_step(torch, loss, lr: float):
+    """step(params, *batch) -> (new params, loss value) in PyTorch eager: autograd of
+    `loss(params, *batch)` and an SGD update; params a dict of leaf tensors that require
+    grad."""
+    def step(params, *batch):
+        value = loss(params, *batch)
+        grads = torch.autograd.grad(value, list(params.values()))
+        with torch.no_grad():
+            params = {k: (p - lr * g).requires_grad_()
+                      for (k, p), g in zip(params.items(), grads)}
+        return params, value.detach()
+    return step
+
+
 def ratio(times: dict, a: str, b: str) -> float:
     """The median over the rounds of a's time over b's (`times` from `rounds`)."""
     return float(np.median(np.array(times[a]) / np.array(times[b])))

@@ -11,7 +11,7 @@ agree. Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import header, optional, ratio, rounds, table
+from _common import header, optional, ratio, rounds, table, torch_sgd_step
 
 import fnad
 import fnad.numpy as fnp
@@ -57,15 +57,7 @@ def make_torch_step(torch):
             h = torch.relu(h + params[name + "_b"][:, None, None])
         logits = h.mean(dim=(2, 3)) @ params["dense"]
         return -torch.mean(torch.sum(torch.log_softmax(logits, -1) * y, dim=-1))
-
-    def step(params, x, y):
-        value = loss(params, x, y)
-        grads = torch.autograd.grad(value, list(params.values()))
-        with torch.no_grad():
-            params = {k: (p - 0.05 * g).requires_grad_()
-                      for (k, p), g in zip(params.items(), grads)}
-        return params, value.detach()
-    return step
+    return torch_sgd_step(torch, loss, 0.05)
 
 
 def data(rng):

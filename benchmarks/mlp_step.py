@@ -11,7 +11,7 @@ fnad. Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import header, optional, ratio, rounds, table
+from _common import header, optional, ratio, rounds, table, torch_sgd_step
 
 import fnad
 import fnad.numpy as fnp
@@ -45,15 +45,7 @@ def make_torch_step(torch):
         logits = h @ params["w2"] + params["b2"]                 # [B, 10]
         logp = torch.log_softmax(logits, dim=-1)
         return -torch.mean(torch.sum(logp * y, dim=-1))
-
-    def step(params, x, y):
-        value = loss(params, x, y)
-        grads = torch.autograd.grad(value, list(params.values()))
-        with torch.no_grad():
-            params = {k: (p - 0.01 * g).requires_grad_()
-                      for (k, p), g in zip(params.items(), grads)}
-        return params, value.detach()
-    return step
+    return torch_sgd_step(torch, loss, 0.01)
 
 
 def data(rng):
