@@ -1,8 +1,12 @@
 """fnad.random: jax.random's counter-based PRNG (threefry2x32) and samplers.
 
 Owns the threefry2x32 hash, raw keys (uint32[2]) and the samplers built on them;
-imports only fnad.lax, fnad.numpy, fnad.dtypes and fnad.config. Everything is written
-with fnad.lax uint32 ops, so it runs eagerly and under fnad's transformations.
+imports only fnad.lax, fnad.numpy, fnad.dtypes and fnad.config at import time (gamma and
+orthogonal import fnad.batching, fnad.custom and fnad.initializers inside the call: those
+import this module). Everything is written with fnad.lax ops, so it runs eagerly and under
+fnad's transformations. The other distributions (cauchy ... gamma, dirichlet, geometric)
+are in fnad/_random_dists.py, re-exported here: jax.random's own formulas on the same
+draws, so they track jax's values to a few ulp.
 
 Keys are always *raw* uint32[2] arrays (jax's legacy `PRNGKey` form). `key(seed)`
 returns that same raw array: fnad has no typed key dtype (jax's `key` returns a
@@ -29,9 +33,13 @@ from fnad import lax
 from fnad import numpy as jnp
 from fnad.config import config
 
-__all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "exponential",
-           "fold_in", "gumbel", "key", "key_data", "normal", "permutation", "randint",
-           "split", "threefry_2x32", "threefry2x32", "truncated_normal", "uniform"]
+__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
+           "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
+           "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype",
+           "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+           "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "rademacher",
+           "randint", "rayleigh", "split", "t", "threefry2x32", "threefry_2x32", "triangular",
+           "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data"]
 
 threefry_partitionable: bool = True           # jax 0.10's default jax_threefry_partitionable
 
@@ -489,3 +497,42 @@ def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis
         return ind
     return jnp.take(arr, lax.reshape(ind, (size,)), axis=axis).reshape(
         arr.shape[:axis] + shape + arr.shape[axis + 1:])
+
+
+def clone(key):
+    """A copy of `key` (the identity: fnad arrays are immutable and never donated)."""
+    return key
+
+
+def key_impl(keys) -> str:
+    """The PRNG implementation of `keys`: always 'threefry2x32' (the spec's name, which is
+    what jax's PRNGSpec prints as)."""
+    key_data(keys)
+    return "threefry2x32"
+
+
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+    """Keys from their uint32 words: the identity on raw uint32[..., 2] keys (fnad has no
+    typed key arrays, so this returns raw keys, not jax's key<fry> scalars)."""
+    if dtype is not None and impl is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                         "fnad.random.wrap_key_data")
+    spec = impl if impl is not None else dtype
+    if spec is not None and str(spec) != "threefry2x32":
+        raise NotImplementedError(f"wrap_key_data: fnad.random only has the threefry2x32 "
+                                  f"PRNG, not {spec}")
+    return key_data(key_bits_array)
+
+
+def key_dtype(impl_spec=None):
+    """Not available: fnad has no typed key dtype (keys are raw uint32[..., 2] arrays)."""
+    raise NotImplementedError("fnad.random.key_dtype: fnad has no typed key dtype; keys are "
+                              "raw uint32 arrays of shape (..., 2), dtype uint32")
+
+
+# the other distributions (fnad/_random_dists.py imports the samplers above)
+from fnad._random_dists import (ball, beta, cauchy, chisquare, dirichlet,  # noqa: E402
+                                double_sided_maxwell, f, gamma, generalized_normal, geometric,
+                                laplace, loggamma, logistic, lognormal, maxwell,
+                                multivariate_normal, orthogonal, pareto, rademacher, rayleigh,
+                                t, triangular, wald, weibull_min)
