@@ -56,6 +56,14 @@ def torch_sgd_step(torch, loss, lr: float):
     return step
 
 
+def check_losses(losses: dict, ref: str = "fnad.jit", tol: float = 1e-4) -> None:
+    """Print each implementation's loss; exit with an error if one differs from `ref`'s."""
+    print("loss: " + ", ".join(f"{impl} {v:.6f}" for impl, v in losses.items()))
+    bad = [impl for impl, v in losses.items() if abs(v - losses[ref]) > tol]
+    if bad:
+        raise SystemExit(f"loss of {', '.join(bad)} differs from fnad's by > {tol}")
+
+
 def ratio(times: dict, a: str, b: str) -> float:
     """The median over the rounds of a's time over b's (`times` from `rounds`)."""
     return float(np.median(np.array(times[a]) / np.array(times[b])))

@@ -11,7 +11,7 @@ agree. Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import header, optional, ratio, rounds, table, torch_sgd_step
+from _common import check_losses, header, optional, ratio, rounds, table, torch_sgd_step
 
 import fnad
 import fnad.numpy as fnp
@@ -122,11 +122,7 @@ def main() -> None:
     print(header())
     print(table(rows, f"convolutions (medians of {ROUNDS} rounds of {NUMBER} calls)",
                 ratios=("fnad/jax", "fnad/torch")))
-    ref = losses["fnad.jit"]
-    print("loss: " + ", ".join(f"{impl} {v:.6f}" for impl, v in losses.items()))
-    bad = [impl for impl, v in losses.items() if abs(v - ref) > 1e-4]
-    if bad:
-        raise SystemExit(f"loss of {', '.join(bad)} differs from fnad's by > 1e-4")
+    check_losses(losses)
 
 
 if __name__ == "__main__":
