@@ -90,11 +90,11 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
         monoid = monoids.get(computation) if len(flat) == 1 else None
     except TypeError:                                   # unhashable: not one of those
         monoid = None
+    inits = [_as_array_like(i, x) for i, x in zip(flat_init, flat)]
     if monoid is not None:
         reducer, identity = monoid
-        init, dt = flat_init[0], _get_aval(flat[0]).dtype
-        concrete = not isinstance(init, core.Tracer)
-        if concrete and np.asarray(init).shape == () and \
+        init, dt = inits[0], _get_aval(flat[0]).dtype
+        if not isinstance(init, core.Tracer) and \
                 np.array_equal(np.asarray(init, dt), identity(dt)):
             return tree_util.tree_unflatten(tree, [reducer(flat[0], dims)])
 
@@ -110,7 +110,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     rest = tuple(shape[d] for d in kept)
     n = math.prod(shape[d] for d in dims)
     xs = [so.reshape(so.transpose(x, dims + tuple(kept)), (n,) + rest) for x in flat]
-    inits = [so.broadcast_in_dim(_as_array_like(i, x), rest, ()) for i, x in zip(flat_init, flat)]
+    inits = [so.broadcast_in_dim(i, rest, ()) for i in inits]
     if n == 0:
         return tree_util.tree_unflatten(tree, inits)
     while n > 1:                                        # pairs (0, 1), (2, 3), ... and a last
@@ -134,5 +134,13 @@ def _as_array_like(init, x):
         if not aval.weak_type:
             raise TypeError(f"lax.reduce: an init value has dtype {aval.dtype.name}, its "
                             f"operand {dt.name}")
+        if not isinstance(init, core.Tracer):          # a Python number: must fit the dtype
+            import numpy as np
+            value = np.asarray(init)
+            with np.errstate(invalid="ignore", over="ignore"):
+                cast = value.astype(dt)
+            if not (cast == value or (value != value and cast != cast)):
+                raise TypeError(f"lax.reduce: the init value {init!r} cannot be represented "
+                                f"in its operand's dtype {dt.name}")
         return _logic.convert_element_type(init, dt, False)
     return init

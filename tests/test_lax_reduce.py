@@ -86,3 +86,9 @@ def test_under_jit_and_vmap_and_with_an_empty_axis():
 def test_errors_say_what_is_wrong(call, exc, message):
     with pytest.raises(exc, match=message):
         call()
+
+
+def test_an_init_value_that_does_not_fit_the_operands_dtype_is_an_error():
+    with pytest.raises(TypeError, match="cannot be represented in its operand's dtype int32"):
+        lax.reduce(np.arange(6, dtype=np.int32), -np.inf, lax.max, (0,))
+    assert int(lax.reduce(np.arange(6, dtype=np.int32), 0, lax.add, (0,))) == 15
