@@ -59,7 +59,7 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
     from fnad.primitives import elementwise as ew
     from fnad.primitives import reductions as red
     from fnad.primitives import shape_ops as so
-    from fnad.primitives.windowed import max_identity, min_identity
+    from fnad.primitives.windowed import init_like, max_identity, min_identity
 
     if out_sharding is not None:
         raise NotImplementedError("lax.reduce: out_sharding is not supported (fnad has no "
@@ -90,7 +90,11 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
         monoid = monoids.get(computation) if len(flat) == 1 else None
     except TypeError:                                   # unhashable: not one of those
         monoid = None
-    inits = [_as_array_like(i, x) for i, x in zip(flat_init, flat)]
+    for i in flat_init:
+        if _get_aval(i).shape != ():
+            raise ValueError(f"lax.reduce: init values must be scalars, got shape "
+                             f"{_get_aval(i).shape}")
+    inits = [init_like("lax.reduce", i, _get_aval(x).dtype) for i, x in zip(flat_init, flat)]
     if monoid is not None:
         reducer, identity = monoid
         init, dt = inits[0], _get_aval(flat[0]).dtype
@@ -123,24 +127,3 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
         xs, n = pairs, half + n % 2
     return tree_util.tree_unflatten(tree, combine(inits, [so.reshape(x, rest) for x in xs]))
 
-
-def _as_array_like(init, x):
-    """A scalar init value in the dtype of its operand (a weakly typed Python number is
-    converted; another dtype is an error, as jax)."""
-    aval, dt = _get_aval(init), _get_aval(x).dtype
-    if aval.shape != ():
-        raise ValueError(f"lax.reduce: init values must be scalars, got shape {aval.shape}")
-    if aval.dtype != dt:
-        if not aval.weak_type:
-            raise TypeError(f"lax.reduce: an init value has dtype {aval.dtype.name}, its "
-                            f"operand {dt.name}")
-        if not isinstance(init, core.Tracer):          # a Python number: must fit the dtype
-            import numpy as np
-            value = np.asarray(init)
-            with np.errstate(invalid="ignore", over="ignore"):
-                cast = value.astype(dt)
-            if not (cast == value or (value != value and cast != cast)):
-                raise TypeError(f"lax.reduce: the init value {init!r} cannot be represented "
-                                f"in its operand's dtype {dt.name}")
-        return _logic.convert_element_type(init, dt, False)
-    return init

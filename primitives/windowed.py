@@ -292,23 +292,23 @@ def _is_identity(kind: str, init, dtype) -> bool:
     return bool(np.asarray(init) == identity)
 
 
-def _init_like(init_value, dtype):
-    """`init_value` to combine with an array of `dtype`: a Python number that fits it, or a
-    scalar of that dtype (a weakly typed one is converted)."""
+def init_like(name: str, init_value, dtype):
+    """A scalar `init_value` in `dtype`, for reduce_window and lax.reduce: a weakly typed
+    value is converted (a Python number only if it fits the dtype); another dtype is an
+    error, as jax."""
     aval = get_aval(init_value)
     if aval.dtype == dtype:
         return init_value
     if not aval.weak_type:
-        raise TypeError(f"reduce_window: init_value has dtype {aval.dtype.name} but the operand "
+        raise TypeError(f"{name}: init_value has dtype {aval.dtype.name} but the operand "
                         f"has dtype {np.dtype(dtype).name}; they must match")
     if is_concrete(init_value):                        # a Python number: must fit the dtype
         value = np.asarray(init_value)
         with np.errstate(invalid="ignore", over="ignore"):
             cast = value.astype(dtype)
         if not (cast == value or (value != value and cast != cast)):
-            raise TypeError(f"reduce_window: init_value {init_value!r} cannot be represented "
+            raise TypeError(f"{name}: init_value {init_value!r} cannot be represented "
                             f"in the operand's dtype {np.dtype(dtype).name}")
-        return init_value
     return logic.convert_element_type(init_value, dtype, False)
 
 
@@ -393,9 +393,10 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     params = _params(name, operand, window_dimensions, window_strides, padding,
                      base_dilation, window_dilation)
     if kind is None:
-        return _fold_windows(computation, operand, _init_like(init_value, aval.dtype), params)
+        return _fold_windows(computation, operand, init_like(name, init_value, aval.dtype),
+                             params)
     reducer, combine = _REDUCERS[kind]
     out = reducer(operand, **params)
     if _is_identity(kind, init_value, aval.dtype):
         return out
-    return combine(out, _init_like(init_value, aval.dtype))   # XLA: init ⊕ each window, once
+    return combine(out, init_like(name, init_value, aval.dtype))   # XLA: init ⊕ each window

@@ -79,7 +79,7 @@ def test_under_jit_and_vmap_and_with_an_empty_axis():
      "must have equal shapes"),
     (lambda: lax.reduce((X, X), 0.0, lax.add, (0,)), ValueError, "the same structure"),
     (lambda: lax.reduce(X, np.float16(0), lambda a, b: a + b, (0,)), TypeError,
-     "an init value has dtype float16, its operand float32"),
+     "init_value has dtype float16 but the operand has dtype float32"),
     (lambda: lax.reduce(X, 0.0, lambda a, b: (a, b), (0,)), TypeError,
      "computation must return the structure of the operands"),
 ])
@@ -89,6 +89,8 @@ def test_errors_say_what_is_wrong(call, exc, message):
 
 
 def test_an_init_value_that_does_not_fit_the_operands_dtype_is_an_error():
-    with pytest.raises(TypeError, match="cannot be represented in its operand's dtype int32"):
+    with pytest.raises(TypeError, match="cannot be represented in the operand's dtype int32"):
         lax.reduce(np.arange(6, dtype=np.int32), -np.inf, lax.max, (0,))
     assert int(lax.reduce(np.arange(6, dtype=np.int32), 0, lax.add, (0,))) == 15
+    out = lax.reduce(np.arange(1, 5, dtype=np.int8), 1, lambda a, b: a * b, (0,))
+    assert out.dtype == np.int8 and int(out) == 24       # the Python 1 taken as an int8

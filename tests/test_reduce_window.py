@@ -376,3 +376,13 @@ def test_product_pooling_gradient_matches_finite_differences():
             d[i] = eps
             fd[i] = (float(f(x + d)) - float(f(x - d))) / (2 * eps)
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+@needs_jax
+def test_a_python_number_init_of_another_dtype_folds_in_the_operands_dtype():
+    """A Python int init of an int8 product pooling is an int8 (it failed: int32 * int8)."""
+    x = np.arange(1, 7, dtype=np.int8).reshape(2, 3)
+    ours = lax.reduce_window(x, 1, lax.mul, (1, 2), (1, 1), "SAME")
+    theirs = jax.lax.reduce_window(x, np.int8(1), jax.lax.mul, (1, 2), (1, 1), "SAME")
+    assert ours.dtype == np.int8
+    np.testing.assert_array_equal(ours, theirs)
