@@ -42,6 +42,16 @@ def rounds(calls: dict, repeat: int, number: int = 1, warmup: int = 1) -> dict:
     return times
 
 
+def sgd_step(lib, loss, lr: float):
+    """step(params, *batch) -> (new params, loss value): `lib.value_and_grad` of `loss` and
+    an SGD update, for lib = fnad or jax (the same code run by both)."""
+    def step(params, *batch):
+        value, grads = lib.value_and_grad(loss)(params, *batch)
+        params = lib.tree_util.tree_map(lambda p, g: p - lr * g, params, grads)
+        return params, value
+    return step
+
+
 def torch_sgd_step(torch, loss, lr: float):
     """step(params, *batch) -> (new params, loss value) in PyTorch eager: autograd of
     `loss(params, *batch)` and an SGD update; params a dict of leaf tensors that require

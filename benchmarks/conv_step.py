@@ -11,7 +11,8 @@ agree. Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import check_losses, header, optional, ratio, rounds, table, torch_sgd_step
+from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
+                     torch_sgd_step)
 
 import fnad
 import fnad.numpy as fnp
@@ -36,12 +37,7 @@ def make_step(lib, jnp, nn):
             h = nn.relu(h + params[name + "_b"])
         logits = jnp.mean(h, axis=(1, 2)) @ params["dense"]      # [B, 10]
         return -jnp.mean(jnp.sum(nn.log_softmax(logits) * y, axis=-1))
-
-    def step(params, x, y):
-        value, grads = lib.value_and_grad(loss)(params, x, y)
-        params = lib.tree_util.tree_map(lambda p, g: p - 0.05 * g, params, grads)
-        return params, value
-    return step
+    return sgd_step(lib, loss, 0.05)
 
 
 def make_torch_step(torch):

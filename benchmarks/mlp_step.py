@@ -11,7 +11,8 @@ fnad. Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import check_losses, header, optional, ratio, rounds, table, torch_sgd_step
+from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
+                     torch_sgd_step)
 
 import fnad
 import fnad.numpy as fnp
@@ -29,12 +30,7 @@ def make_step(lib, jnp, nn):
         logits = h @ params["w2"] + params["b2"]                 # [B, 10]
         logp = nn.log_softmax(logits)
         return -jnp.mean(jnp.sum(logp * y, axis=-1))
-
-    def step(params, x, y):
-        value, grads = lib.value_and_grad(loss)(params, x, y)
-        params = lib.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
-        return params, value
-    return step
+    return sgd_step(lib, loss, 0.01)
 
 
 def make_torch_step(torch):
