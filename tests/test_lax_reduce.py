@@ -94,3 +94,8 @@ def test_an_init_value_that_does_not_fit_the_operands_dtype_is_an_error():
     assert int(lax.reduce(np.arange(6, dtype=np.int32), 0, lax.add, (0,))) == 15
     out = lax.reduce(np.arange(1, 5, dtype=np.int8), 1, lambda a, b: a * b, (0,))
     assert out.dtype == np.int8 and int(out) == 24       # the Python 1 taken as an int8
+
+
+def test_init_values_must_be_scalars():
+    with pytest.raises(ValueError, match=r"init values must be scalars, got shape \(4,\)"):
+        lax.reduce(X, np.zeros(4, np.float32), lax.add, (0,))
