@@ -113,8 +113,12 @@ def _unfold(x: np.ndarray, dims: list):
     outer = np.array([strides[0], strides[1], strides[-1]], np.int64)
     columns = x.shape[1] > 1 and 0 <= strides[1] < strides[-1]
 
+    tables: dict = {}                                  # phase -> its offsets, for every chunk
+
     def fill(n0, n1, phase):
-        sources = _sources(spatial, phase, strides[2:-1])
+        sources = tables.get(phase)
+        if sources is None:
+            sources = tables[phase] = _sources(spatial, phase, strides[2:-1])
         Y, K = sources.shape
         n = n1 - n0
         if columns:
