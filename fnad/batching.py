@@ -9,13 +9,14 @@ warning: correct, but slow.
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 from collections.abc import Callable
 
 import numpy as np
 
 from fnad import core, tree_util
-from fnad.core import Tracer, batch_rules, get_aval
+from fnad.core import Tracer, batch_rules, collective_rules, get_aval
 from fnad.primitives._batching import loop_batch, moveaxis
 from fnad.tracing import flatten_fun
 
@@ -41,10 +42,23 @@ class BatchTracer(Tracer):
         return self._trace.where
 
 
+class _RuleAxis(threading.local):
+    name = None          # the axis name of the BatchTrace whose rule is running
+
+
+_rule_axis = _RuleAxis()
+_INHERIT = object()
+
+
 class BatchTrace(core.Trace):
-    def __init__(self, parent, axis_size: int, description: str):
+    """`axis_name`: the name vmap binds (None: none), for the collectives. A BatchTrace
+    made inside another's batching rule (to batch a sub-jaxpr of scan, cond, jit ...)
+    maps the same axis, so by default it takes that trace's name."""
+
+    def __init__(self, parent, axis_size: int, description: str, axis_name=_INHERIT):
         super().__init__(parent, description)
         self.axis_size = axis_size
+        self.axis_name = _rule_axis.name if axis_name is _INHERIT else axis_name
 
     def val_bdim(self, x):
         if isinstance(x, BatchTracer) and x._trace is self:
@@ -55,20 +69,70 @@ class BatchTrace(core.Trace):
 
     def process_primitive(self, prim, args, params):
         vals, dims = zip(*(self.val_bdim(x) for x in args)) if args else ((), ())
+        name = self.axis_name
         with core.set_current_trace(self.parent):
-            if all(d is None for d in dims):
-                return prim.bind(*vals, **params)
-            rule = batch_rules.get(prim)
-            if rule is None:
-                out, out_dim = loop_batch(prim, vals, dims, self.axis_size, params)
-            else:
-                out, out_dim = rule(vals, dims, **params)
+            prev, _rule_axis.name = _rule_axis.name, name
+            try:
+                if name is not None and prim in collective_rules and \
+                        name in params["axis_name"]:
+                    core.abstract_eval(prim, [get_aval(x) for x in args], params)  # checks
+                    out, out_dim = collective_rules[prim](vals, dims, self.axis_size, name,
+                                                          **params)
+                    return self.pack(out, out_dim)
+                if all(d is None for d in dims):
+                    if name is None or not _names_axis(params, name):
+                        return prim.bind(*vals, **params)
+                    # a sub-jaxpr has a collective over this axis: it must be batched
+                    vals, dims = _broadcast_first(prim, vals, dims, self.axis_size, name)
+                rule = batch_rules.get(prim)
+                if rule is None:
+                    out, out_dim = loop_batch(prim, vals, dims, self.axis_size, params)
+                else:
+                    out, out_dim = rule(vals, dims, **params)
+            finally:
+                _rule_axis.name = prev
         if prim.multiple_results:
             return [self.pack(o, d) for o, d in zip(out, out_dim)]
         return self.pack(out, out_dim)
 
     def pack(self, val, bdim):
         return val if bdim is None else BatchTracer(self, val, bdim)
+
+
+def _names_axis(params: dict, name) -> bool:
+    """Whether a sub-jaxpr in `params` (a higher-order primitive's) has a collective
+    over the axis `name`."""
+    from fnad.ir import ClosedJaxpr, Jaxpr
+
+    def jaxprs(v):
+        if isinstance(v, ClosedJaxpr):
+            yield v.jaxpr
+        elif isinstance(v, Jaxpr):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            for u in v:
+                yield from jaxprs(u)
+
+    def names(j) -> bool:
+        for eqn in j.eqns:
+            if eqn.primitive in collective_rules and name in eqn.params["axis_name"]:
+                return True
+            if any(names(sub) for p in eqn.params.values() for sub in jaxprs(p)):
+                return True
+        return False
+    return any(names(j) for v in params.values() for j in jaxprs(v))
+
+
+def _broadcast_first(prim, vals, dims, size: int, name):
+    """Operands with the first one batched (broadcast), so that the primitive's batching
+    rule runs and batches its sub-jaxprs' collectives over `name`."""
+    if not vals:
+        raise NotImplementedError(f"vmap: '{prim.name}' without operands holds a collective "
+                                  f"over the axis {name!r}; give it an operand")
+    shape = get_aval(vals[0]).shape
+    from fnad.primitives.shape_ops import broadcast_in_dim
+    first = broadcast_in_dim(vals[0], (size,) + shape, tuple(range(1, len(shape) + 1)))
+    return (first,) + tuple(vals[1:]), (0,) + tuple(dims[1:])
 
 
 # ---- vmap --------------------------------------------------------------------------------------
@@ -88,7 +152,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
 
     `in_axes` is an int, None (not mapped), or a pytree prefix of the argument tuple of
     those; `out_axes` likewise for the outputs. Keyword arguments are mapped over
-    axis 0. `axis_size` is needed only when no argument is mapped.
+    axis 0. `axis_size` is needed only when no argument is mapped. `axis_name` names
+    the mapped axis for the collectives of fnad.lax (psum, pmean, all_gather, axis_index
+    ...) inside `fun`; `spmd_axis_name` is accepted and ignored (it places the axis on
+    devices of a mesh, which fnad does not have).
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)                      # a list at the top level means a tuple
@@ -113,7 +180,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                              f"arguments of {_name(fun)}: {e}") from None
         axes = [_normalize_axis(ax, x, i) for i, (ax, x) in enumerate(zip(axes, flat))]
         size = _axis_size(fun, flat, axes, axis_size)
-        trace = BatchTrace(core.current_trace(), size, f"vmap of {_name(fun)}")
+        trace = BatchTrace(core.current_trace(), size, f"vmap of {_name(fun)}",
+                           axis_name=axis_name)
         flat_fun, out_tree = flatten_fun(fun, in_tree)
         tracers = [x if ax is None else BatchTracer(trace, x, ax) for x, ax in zip(flat, axes)]
         with core.new_trace(trace):

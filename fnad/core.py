@@ -30,6 +30,10 @@ jvp_rules: dict[Primitive, Callable] = {}
 transpose_rules: dict[Primitive, Callable] = {}
 batch_rules: dict[Primitive, Callable] = {}
 partial_eval_rules: dict[Primitive, Callable] = {}
+# Collectives over named axes (primitives/collectives.py): run by the BatchTrace whose
+# vmap binds one of the names in params["axis_name"], as
+# `rule(vals, dims, axis_size, axis_name_of_the_trace, **params) -> (out, out_dim)`.
+collective_rules: dict[Primitive, Callable] = {}
 # Higher-order primitives (control flow, custom derivatives, remat) run eagerly by
 # binding the primitives of their sub-jaxprs: `eager_rules[prim](*args, **params)`
 # gets the operands as Arrays on the eval trace, whatever their backend.

@@ -372,7 +372,7 @@ class JitWrapped:
         flat, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         avals = tuple(shaped_abstractify(x) for x in flat)
         backend = self.backend or config.jax_jit_backend
-        key = (in_tree, avals, statics, backend, config.values())
+        key = (in_tree, avals, statics, backend, config.values(), _named_axes())
         entry = self._cache.get(key)
         if entry is not None:
             return entry, flat, in_tree, avals
@@ -485,6 +485,16 @@ class JitWrapped:
         return self.trace(*args, **kwargs).out_info
 
 
+def _named_axes() -> tuple:
+    """The axes enclosing vmaps bind by name here, as ((name, size), ...): a function
+    using collectives traces differently under each."""
+    t = core.current_trace()
+    if t is core.eval_trace:
+        return ()
+    from fnad.primitives.collectives import axis_env
+    return tuple(axis_env().items())
+
+
 def _optimize(closed: ClosedJaxpr) -> ClosedJaxpr:
     """The traced program simplified (fnad.passes): still a program every transformation
     can take, so custom rules are kept; backends lower further in their `compile`."""
@@ -507,7 +517,7 @@ def _why(old, new) -> str:
     if old is None:
         return " (first call)"
     parts = ("the argument structure", "the argument shapes/dtypes", "the static arguments",
-             "the backend", "the config")
+             "the backend", "the config", "the enclosing vmaps' named axes")
     changed = [p for p, a, b in zip(parts, old, new) if a != b]
     return f" (because {' and '.join(changed)} changed)" if changed else ""
 

@@ -21,6 +21,7 @@ from fnad.primitives import elementwise as _ew
 from fnad.primitives import logic as _logic
 from fnad.primitives import reductions as _red
 from fnad.primitives import shape_ops as _so
+from fnad.primitives.collectives import *  # noqa: F401,F403
 from fnad.primitives.control_flow import *  # noqa: F401,F403
 from fnad.primitives.convolution import *  # noqa: F401,F403
 from fnad.primitives.cumulative import *  # noqa: F401,F403

@@ -9,6 +9,7 @@ way, with the primal values as the known residuals.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -178,13 +179,31 @@ def shaped_abstractify(x) -> ShapedArray:
     return get_aval(x)
 
 
+class _AxisFrame(core.Trace):
+    """Named axes for make_jaxpr(..., axis_env=...): the collectives find `axis_name`
+    and `axis_size` on it, as on a vmap's BatchTrace; it maps nothing (staging happens
+    in the JaxprTrace above it)."""
+
+    def __init__(self, parent: core.Trace, axis_name, axis_size: int):
+        super().__init__(parent, f"axis {axis_name!r}")
+        self.axis_name, self.axis_size = axis_name, axis_size
+
+    def process_primitive(self, prim, args, params):
+        with core.set_current_trace(self.parent):
+            return prim.bind(*args, **params)
+
+
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple] | None = None,
                return_shape: bool = False) -> Callable:
     """`make_jaxpr(f)(*args)` stages `f` at the shapes of `args` into a ClosedJaxpr.
 
     Printing the result shows the program fnad's transformations see, as JAX does.
+    `axis_env`: (name, size) pairs of named axes that collectives in `f` may use, as if
+    `f` ran under vmaps binding them.
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    frames = [(name, operator.index(size)) for name, size in (axis_env or ())]
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
@@ -200,8 +219,12 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
         flat_fun, out_tree = flatten_fun(f_dyn, in_tree)
         name = getattr(fun, "__name__", "fun")
-        closed = trace_to_jaxpr(flat_fun, [shaped_abstractify(x) for x in flat],
-                                f"make_jaxpr of {name}")
+        avals = [shaped_abstractify(x) for x in flat]
+        outer = core.current_trace()
+        for axis_name, size in frames:
+            outer = _AxisFrame(outer, axis_name, size)
+        with core.set_current_trace(outer):
+            closed = trace_to_jaxpr(flat_fun, avals, f"make_jaxpr of {name}")
         if return_shape:
             shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
                       for a in closed.out_avals]

@@ -286,7 +286,11 @@ HIGHER_ORDER_TESTS = {
     "while": "test_control_flow.py", "checkpoint": "test_remat.py", "name": "test_remat.py",
     "custom_jvp_call": "test_custom.py", "custom_vjp_call": "test_custom.py",
     "custom_lin": "test_custom.py", "debug_callback": "test_debug.py", "jit": "test_jit.py",
-    "pure_callback": "test_callback.py",
+    "pure_callback": "test_callback.py", "psum": "test_collectives.py",
+    "pmax": "test_collectives.py", "pmin": "test_collectives.py",
+    "all_gather": "test_collectives.py", "psum_scatter": "test_collectives.py",
+    "all_to_all": "test_collectives.py", "ppermute": "test_collectives.py",
+    "axis_index": "test_collectives.py",
 }
 
 
