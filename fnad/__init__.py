@@ -12,28 +12,29 @@ from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  #
                        UnexpectedTracerError)
 from fnad import primitives  # noqa: F401
 from fnad.ad import grad, jvp, linear_transpose, linearize, value_and_grad, vjp
-from fnad.batching import vmap
+from fnad.batching import pmap, vmap
 from fnad.jacobians import hessian, jacfwd, jacobian, jacrev
 from fnad.jit import clear_caches, jit
-from fnad.custom import custom_jvp, custom_vjp
+from fnad.custom import closure_convert, custom_gradient, custom_jvp, custom_vjp
 from fnad.callback import pure_callback
 from fnad.devices import (block_until_ready, default_backend, default_device,
                           device_count, device_get, device_put, devices, local_device_count,
                           local_devices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
-from fnad.tracing import eval_shape, make_jaxpr, typeof
+from fnad.tracing import eval_shape, make_jaxpr, named_call, named_scope, typeof
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "checkpoint_policies",
-           "clear_caches", "config", "custom_jvp", "custom_vjp", "debug_infs", "debug_nans",
-           "default_backend", "default_device", "default_matmul_precision", "device_count",
-           "device_get", "device_put", "devices", "disable_jit", "eval_shape", "grad", "hessian",
-           "jacfwd", "jacobian", "jacrev", "jit", "jvp", "linear_transpose", "linearize",
-           "local_device_count", "local_devices", "log_compiles", "make_jaxpr",
-           "numpy_rank_promotion", "pure_callback", "remat", "stop_gradient", "typeof",
-           "value_and_grad", "vjp", "vmap"]
+           "clear_caches", "closure_convert", "config", "custom_gradient", "custom_jvp",
+           "custom_vjp", "debug_infs", "debug_nans", "default_backend", "default_device",
+           "default_matmul_precision", "device_count", "device_get", "device_put", "devices",
+           "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit",
+           "jvp", "linear_transpose", "linearize", "local_device_count", "local_devices",
+           "log_compiles", "make_jaxpr", "named_call", "named_scope", "numpy_rank_promotion",
+           "pmap", "pure_callback", "remat", "stop_gradient", "typeof", "value_and_grad", "vjp",
+           "vmap"]
 
 
 def __getattr__(name: str):

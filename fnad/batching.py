@@ -201,6 +201,49 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
     return vmapped
 
 
+def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,
+         static_broadcasted_argnums: int | tuple[int, ...] = (), devices=None,
+         backend: str | None = None, axis_size: int | None = None,
+         donate_argnums: int | tuple[int, ...] = ()) -> Callable:
+    """jax.pmap on one device: `fun` mapped over the axes `in_axes` as by
+    `vmap(..., axis_name=axis_name)` (so the collectives of fnad.lax work over it), under
+    `jit`. fnad has one device per backend, so the members run vectorized, not one per
+    device, and the mapped size is not limited by a device count. `in_axes` has an entry
+    per positional argument (or one for all); those of `static_broadcasted_argnums` are
+    ignored: these arguments are static (hashable) and passed whole to every member.
+    Keyword arguments are mapped over their axis 0, as in JAX."""
+    from fnad.jit import _as_tuple, jit
+    if devices is not None:
+        raise NotImplementedError("pmap: fnad runs a pmap on one device (vectorized); "
+                                  "devices= cannot be honoured")
+    static = _as_tuple(static_broadcasted_argnums, "static_broadcasted_argnums", int)
+    in_axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+
+    def run(*args, **kwargs):
+        n = len(args)
+        fixed = {i % n for i in static} if n else set()
+        dyn = [i for i in range(n) if i not in fixed]
+        if isinstance(in_axes, tuple):
+            if len(in_axes) != n:
+                raise ValueError(f"pmap in_axes must have one entry per positional "
+                                 f"argument: got {len(in_axes)} entries for {n} arguments")
+            axes = tuple(in_axes[i] for i in dyn)
+        else:
+            axes = in_axes
+
+        def body(*dyn_args, **kw):
+            full = list(args)
+            for i, a in zip(dyn, dyn_args):
+                full[i] = a
+            return fun(*full, **kw)
+        body.__name__ = getattr(fun, "__name__", "fun")
+        return vmap(body, in_axes=axes, out_axes=out_axes, axis_name=axis_name,
+                    axis_size=axis_size)(*[args[i] for i in dyn], **kwargs)
+    run.__name__ = f"pmap({getattr(fun, '__name__', 'fun')})"
+    run.__doc__ = getattr(fun, "__doc__", None)
+    return jit(run, static_argnums=static, backend=backend, donate_argnums=donate_argnums)
+
+
 def _normalize_axis(ax, x, i: int):
     if ax is None:
         return None

@@ -37,7 +37,7 @@ from fnad.ir import ClosedJaxpr, Jaxpr, eval_jaxpr
 from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.tracing import trace_to_subjaxpr
 
-__all__ = ["custom_jvp", "custom_vjp", "SymbolicZero"]
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp", "SymbolicZero"]
 
 SymbolicZero = Zero   # what a rule defined with symbolic_zeros=True sees for a zero tangent
 
@@ -686,3 +686,106 @@ def vjp_as_jvp_rule(prim: Primitive, fwd: Callable, bwd: Callable) -> Callable:
                                  out_avals=out_avals, arg_mask=mask, name=prim.name)
         return out, (tans if prim.multiple_results else tans[0])
     return rule
+
+
+# ---- custom_gradient and closure_convert (JAX's API, built on the above) -----------------
+class _GradRule:
+    """custom_gradient's residuals: the user's vjp function staged at the cotangents'
+    avals; its leaves are the values the function closed over."""
+
+    def __init__(self, consts, closed: ClosedJaxpr, out_tree):
+        self.consts, self.closed, self.out_tree = consts, closed, out_tree
+
+
+tree_util.register_pytree_node(
+    _GradRule, lambda r: (r.consts, (r.closed, r.out_tree)),
+    lambda aux, consts: _GradRule(list(consts), *aux))
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """jax.custom_gradient: `fun(*args)` returns `(value, vjp)`, where `vjp(ct)` gives the
+    cotangents of the positional arguments (a tuple of them, or one for one argument).
+
+    ```python
+    @custom_gradient
+    def log1pexp(x):
+        e = jnp.exp(x)
+        return jnp.log1p(e), lambda g: g * (1 - 1 / (1 + e))
+    ```
+    The vjp function may close over values computed in `fun` (here `e`). As a custom_vjp,
+    it serves reverse mode only (jvp of it is an error).
+    """
+    name = _name(fun)
+
+    def primal(*args):
+        return fun(*args)[0]
+    primal.__name__ = name
+    wrapped = custom_vjp(primal)
+
+    def fwd(*args):
+        pair = fun(*args)
+        _check_pair(pair, f"custom_gradient function {name}", "(value, vjp function)")
+        ans, rule = pair
+        if not callable(rule):
+            raise TypeError(f"custom_gradient function {name} must return (value, vjp "
+                            f"function); its second element is a {type(rule).__name__}")
+        leaves, ct_tree = tree_util.tree_flatten(ans)
+        box: list = []
+
+        def rule_flat(*cts):
+            out = rule(tree_util.tree_unflatten(ct_tree, list(cts)))
+            flat, out_tree = tree_util.tree_flatten(out)
+            box.append(out_tree)
+            return flat
+        closed, consts = trace_to_subjaxpr(
+            rule_flat, [get_aval(x).to_tangent_aval() for x in leaves],
+            f"vjp function of custom_gradient {name}")
+        return ans, _GradRule(consts, closed, box[0])
+
+    def bwd(res: _GradRule, ct):
+        cts = tree_util.tree_leaves(ct)              # custom_vjp gives it the output's tree
+        out = tree_util.tree_unflatten(
+            res.out_tree, eval_jaxpr(res.closed.jaxpr, [], *res.consts, *cts))
+        return out if isinstance(out, tuple) else (out,)
+
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
+    """jax.closure_convert: `fun` traced at the avals of `example_args`, with the traced
+    values it closes over (tracers of enclosing transformations) made explicit. Returns
+    `(converted, hoisted)`: `converted(*args, *hoisted)` computes `fun(*args)`. Used to pass
+    a closure to a custom_vjp function or a higher-order primitive as an argument. Values
+    closed over that are not traced stay closed over."""
+    flat, in_tree = tree_util.tree_flatten(example_args)
+    box: list = []
+
+    def fun_flat(*xs):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(xs)))
+        leaves, out_tree = tree_util.tree_flatten(out)
+        box.append(out_tree)
+        return leaves
+    from fnad.tracing import shaped_abstractify
+    closed, consts = trace_to_subjaxpr(fun_flat, [shaped_abstractify(x) for x in flat],
+                                       f"closure_convert of {_name(fun)}")
+    out_tree = box[0]
+    traced = [isinstance(c, Tracer) for c in consts]
+    hoisted = [c for c, t in zip(consts, traced) if t]
+
+    def converted(*args):
+        n = len(args) - len(hoisted)
+        if n < 0:
+            raise TypeError(f"closure_convert of {_name(fun)}: the converted function takes "
+                            f"the arguments and then {len(hoisted)} hoisted constants; got "
+                            f"{len(args)} arguments in all")
+        it = iter(args[n:])
+        all_consts = [next(it) if t else c for c, t in zip(consts, traced)]
+        xs, tree = tree_util.tree_flatten(args[:n])
+        if tree != in_tree:
+            raise TypeError(f"closure_convert of {_name(fun)}: the arguments' structure "
+                            f"{tree} differs from the example arguments' {in_tree}")
+        return tree_util.tree_unflatten(out_tree, eval_jaxpr(closed.jaxpr, [], *all_consts,
+                                                             *xs))
+    functools.update_wrapper(converted, fun)
+    return converted, hoisted

@@ -248,3 +248,32 @@ def eval_shape(fun: Callable, *args, **kwargs):
                             f"eval_shape of {getattr(fun, '__name__', 'fun')}")
     shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
     return tree_util.tree_unflatten(out_tree[0], shapes)
+
+
+def named_call(fun: Callable, *, name: str | None = None) -> Callable:
+    """jax.named_call: in JAX, names `fun`'s operations in profiles and HLO. fnad's
+    programs carry no name stack, so this returns a function that calls `fun`."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"named_call: name must be a str, got {type(name).__name__}")
+
+    @functools.wraps(fun)
+    def named(*args, **kwargs):
+        return fun(*args, **kwargs)
+    return named
+
+
+class named_scope:
+    """jax.named_scope(name): a context manager that, in JAX, prefixes the names of the
+    operations staged inside. fnad's programs carry no name stack: it only checks that
+    `name` is a str, so code written for JAX runs unchanged."""
+
+    def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"named_scope: name must be a str, got {type(name).__name__}")
+        self.name = name
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False

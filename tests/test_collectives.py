@@ -262,3 +262,27 @@ def test_errors():
         fnad.vmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(np.ones(4))
     with pytest.raises(TypeError):
         fnad.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(np.ones(4, bool))
+
+
+# ---- pmap: vmap with a named axis, under jit ---------------------------------------------
+@needs_jax
+def test_pmap_is_a_named_vmap_under_jit():
+    def member(L, v, scale):
+        return L.psum(v, "d") * scale + L.axis_index("d")
+    want = jax.vmap(lambda v: member(jax.lax, v, 3.0), axis_name="d")(X)
+    f = fnad.pmap(lambda v, s: member(lax, v, s), "d", static_broadcasted_argnums=1)
+    np.testing.assert_allclose(f(X, 3.0), want, rtol=1e-12)
+    assert f._cache_size() == 1
+    f(X, 3.0)
+    assert f._cache_size() == 1                                   # compiled once
+    np.testing.assert_allclose(f(X, 2.0), jax.vmap(lambda v: member(jax.lax, v, 2.0),
+                                                   axis_name="d")(X), rtol=1e-12)
+    g = fnad.pmap(lambda a, b, k: a * b + k, "d", in_axes=(1, None, 0))
+    want = jax.vmap(lambda a, b, k: a * b + k, in_axes=(1, None, 0))(X, X[0, 0], np.ones(4))
+    np.testing.assert_allclose(g(X, X[0, 0], np.ones(4)), want, rtol=1e-12)
+    h = fnad.pmap(lambda a, *, w: a * w, "d")                      # keywords: mapped axis 0
+    np.testing.assert_allclose(h(X, w=np.arange(4.0)), X * np.arange(4.0)[:, None, None])
+    with pytest.raises(ValueError, match="one entry per positional argument"):
+        fnad.pmap(lambda a, b: a, in_axes=(0,))(X, X)
+    with pytest.raises(NotImplementedError, match="devices"):
+        fnad.pmap(lambda a: a, devices=["cpu"])

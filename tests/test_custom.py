@@ -741,3 +741,74 @@ def test_keyword_arguments_are_resolved():
     np.testing.assert_allclose(fnad.grad(lambda y: f(0.5, y=y))(2.0), np.sin(0.5), rtol=1e-6)
     np.testing.assert_allclose(fnad.grad(lambda x: f(y=2.0, x=x))(0.5), 2 * np.cos(0.5),
                                rtol=1e-6)
+
+
+# ---- custom_gradient and closure_convert ---------------------------------------------------
+def _log1pexp(m):
+    @m.custom_gradient
+    def log1pexp(x):
+        e = m.numpy.exp(x)                              # closed over by the vjp function
+        return m.numpy.log1p(e), lambda g: g * (1 - 1 / (1 + e))
+    return log1pexp
+
+
+def _scaled_pair(m):
+    @m.custom_gradient
+    def f(x, y):
+        out = {"p": x * y, "q": x + y}
+        return out, lambda g: (2.0 * g["p"] + g["q"], 3.0 * g["p"] * y)
+    return f
+
+
+def test_custom_gradient_matches_jax(jax):
+    x = np.linspace(-3.0, 3.0, 7)
+    want = jax.vmap(jax.grad(_log1pexp(jax)))(x)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(_log1pexp(fnad)))(x), want, rtol=1e-6)
+    np.testing.assert_allclose(traced(fnad.grad(lambda v: _log1pexp(fnad)(v).sum()))(x),
+                               want, rtol=1e-6)
+    np.testing.assert_allclose(_log1pexp(fnad)(x), np.log1p(np.exp(x)), rtol=1e-6)
+
+    def loss(m):
+        return lambda a, b: m.numpy.sum(m.numpy.sin(_scaled_pair(m)(a, b)["p"]) +
+                                        _scaled_pair(m)(a, b)["q"] ** 2)
+    a, b = np.array([0.5, -1.0]), np.array([2.0, 0.25])
+    got = fnad.grad(loss(fnad), argnums=(0, 1))(a, b)
+    want = jax.grad(loss(jax), argnums=(0, 1))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_custom_gradient_errors():
+    bad = fnad.custom_gradient(lambda x: (x * 2.0, lambda g: g, 1))
+    with pytest.raises(TypeError, match="must return a pair"):
+        fnad.grad(bad)(1.0)
+    not_fn = fnad.custom_gradient(lambda x: (x * 2.0, 3.0))
+    with pytest.raises(TypeError, match="second element is a float"):
+        fnad.grad(not_fn)(1.0)
+    with pytest.raises(TypeError, match="forward"):
+        fnad.jvp(_log1pexp(fnad), (1.0,), (1.0,))
+
+
+def test_closure_convert_hoists_traced_values_only(jax):
+    def outer(m):
+        def f(x, y):
+            g = lambda z: m.numpy.sin(z * y) * 2.0                # noqa: E731
+            conv, consts = m.closure_convert(g, x)
+            return conv(x, *consts).sum(), len(consts)
+        return f
+    x = np.ones(3)
+    value, n = outer(fnad)(x, 2.0)
+    assert n == 0 and np.isclose(value, 3 * 2 * np.sin(2.0))       # 2.0 is not traced
+    got = fnad.grad(lambda x, y: outer(fnad)(x, y)[0], argnums=1)(x, 2.0)
+    want = jax.grad(lambda x, y: outer(jax)(x, y)[0], argnums=1)(x, 2.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    def count(y):
+        _, consts = fnad.closure_convert(lambda z: z * y, 1.0)
+        assert len(consts) == 1 and isinstance(consts[0], core.Tracer)
+        return y
+    fnad.grad(count)(1.0)
+    conv, _ = fnad.closure_convert(lambda p: {"s": p[0] + p[1]}, (1.0, 2.0))
+    assert float(conv((3.0, 4.0))["s"]) == 7.0
+    with pytest.raises(TypeError, match="structure"):
+        conv([3.0, 4.0])

@@ -111,3 +111,14 @@ def test_weak_types_are_tracked():
     assert closed.jaxpr.outvars[0].aval.weak_type
     strong = fnad.make_jaxpr(lambda x: lax.mul(x, 2.0))(np.float32(1.0))
     assert not strong.jaxpr.outvars[0].aval.weak_type
+
+
+def test_named_call_and_named_scope_run_the_code_unchanged():
+    f = fnad.named_call(lambda x: x * 2.0, name="double")
+    with fnad.named_scope("block"):
+        y = fnad.jit(f)(np.float32(3.0))
+    assert float(y) == 6.0 and f.__name__ == "<lambda>"
+    with pytest.raises(TypeError, match="name must be a str"):
+        fnad.named_scope(3)
+    with pytest.raises(TypeError, match="name must be a str"):
+        fnad.named_call(f, name=3)
