@@ -31,6 +31,7 @@ from fnad.primitives.linalg import *  # noqa: F401,F403
 from fnad.primitives.logic import *  # noqa: F401,F403
 from fnad.primitives.reductions import *  # noqa: F401,F403
 from fnad.primitives.shape_ops import *  # noqa: F401,F403
+from fnad.primitives.solves import *  # noqa: F401,F403
 from fnad.primitives.sorting import *  # noqa: F401,F403
 from fnad.primitives.windowed import *  # noqa: F401,F403
 from fnad.primitives.windowed import init_like as _init_like

@@ -15,14 +15,14 @@
               too small to be threaded in one `run_together` call, which overlaps them on
               the backend's threads). dot_general and every primitive
               that is not fused call the backend's impl (the NumPy reference: BLAS for
-              dot_general); jit, checkpoint, custom_jvp_call, custom_vjp_call and name
-              are inlined; cond, scan and while are Python control flow around driver
-              functions generated for their bodies; other higher-order primitives
-              (debug_callback) run their eager rule. K holds the run-time objects the
-              driver needs (impls with their params bound, jaxpr constants, literal
-              arrays): never globals, so the text depends only on the program's structure.
-              Kept in memory by hash (and written to `<cache>/fnad_driver_<sha>.py` so
-              that tracebacks show its lines).
+              dot_general); jit, checkpoint, custom_jvp_call, custom_vjp_call,
+              custom_linear_solve and name are inlined; cond, scan and while are Python
+              control flow around driver functions generated for their bodies; other
+              higher-order primitives (debug_callback) run their eager rule. K holds the
+              run-time objects the driver needs (impls with their params bound, jaxpr
+              constants, literal arrays): never globals, so the text depends only on the
+              program's structure. Kept in memory by hash (and written to
+              `<cache>/fnad_driver_<sha>.py` so that tracebacks show its lines).
     saved     the driver, the kernel sources and how to rebuild K, pickled as
               `<cache>/fnad_program_<key>.pkl`, the key being the jaxpr's fingerprint
               (ir.fingerprint) with fnad's source files and the versions: a new process
@@ -229,9 +229,10 @@ def _call_params() -> dict:
     """Call-like primitive -> the param holding the sub-jaxpr it calls (all operands)."""
     from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
     from fnad.jit import jit_p
+    from fnad.primitives.solves import custom_linear_solve_p
     from fnad.remat import remat_p
     return {jit_p: "jaxpr", remat_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
-            custom_vjp_call_p: "call_jaxpr"}
+            custom_vjp_call_p: "call_jaxpr", custom_linear_solve_p: "call_jaxpr"}
 
 
 def flatten(jaxpr: Jaxpr, consts) -> tuple:

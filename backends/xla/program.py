@@ -8,6 +8,7 @@ jax control flow or are inlined:
     scan             lax.scan over (consts | carry | xs), reverse and unroll kept
     while            lax.while_loop(cond_jaxpr(cconsts, c), body_jaxpr(bconsts, c))
     checkpoint, jit, custom_jvp_call, custom_vjp_call    their jaxpr, inlined
+    custom_linear_solve                                 (its solve, `call_jaxpr`)
     name             the identity
     debug_callback   jax.debug.callback, handing the callback fnad Arrays (NumPy backend)
     pure_callback    jax.pure_callback around fnad's eager rule (Arrays in, results checked)
@@ -155,6 +156,7 @@ _higher_order = {
     "jit": _inline("jaxpr"),
     "custom_jvp_call": _inline("call_jaxpr"),
     "custom_vjp_call": _inline("call_jaxpr"),
+    "custom_linear_solve": _inline("call_jaxpr"),
     "name": _name,
     "debug_callback": _debug_callback,
     "pure_callback": _pure_callback,

@@ -9,6 +9,7 @@ the call. Which are inlined:
   and only with `lowering=True` — for a jaxpr going to a backend's compile, that no
   transformation will see again:
     custom_jvp_call, custom_vjp_call    (param `call_jaxpr`): their rules matter only to AD
+    custom_linear_solve                 (param `call_jaxpr`: its `solve` applied to b)
     checkpoint (param `jaxpr`)          unless prevent_cse and differentiated: that is
                                         the backward pass's recomputation, which stays a
                                         call so CSE cannot merge it into the forward
@@ -26,6 +27,7 @@ from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from fnad.passes._util import Renamer, has_sub_jaxprs, call_primitive, map_sub_jaxprs
 from fnad.primitives import logic as lg
+from fnad.primitives.solves import custom_linear_solve_p
 from fnad.remat import name_p, remat_p
 
 __all__ = ["inline"]
@@ -47,6 +49,8 @@ def _call_sub(eqn: JaxprEqn, lowering: bool) -> ClosedJaxpr | None:
         return p["call_jaxpr"]
     if prim is remat_p and not (p.get("prevent_cse") and p.get("differentiated")):
         return p["jaxpr"]
+    if prim is custom_linear_solve_p:
+        return p["call_jaxpr"]
     return None
 
 
