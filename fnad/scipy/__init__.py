@@ -1,6 +1,7 @@
-"""fnad.scipy: jax.scipy's special functions (`special`) and distributions (`stats.norm`).
+"""fnad.scipy: jax.scipy's special functions (`special`), distributions (`stats.norm`) and
+iterative linear solvers (`sparse.linalg`: cg, bicgstab, gmres).
 
 Composed from fnad.lax and fnad.numpy; SciPy itself is not imported. `import fnad` does
 not load this package: the first `fnad.scipy` attribute access or import does.
 """
-from fnad.scipy import special, stats  # noqa: F401
+from fnad.scipy import sparse, special, stats  # noqa: F401
