@@ -13,7 +13,8 @@ _reductions, _shape, _editing (insert, delete, block, concat ...), _linalg_ops (
 matmul, einsum ...), _methods (operators), _indexing (x[idx], .at, take), _index_tricks
 (r_, ix_, unravel_index, put_along_axis ...), _sorting, _setops (isin, union1d ...),
 _histograms (bincount, histogram), _polynomial (polyval ...), _functional (vectorize,
-apply_along_axis, piecewise ...), _extras (nan-reductions, diff, gradient, roll, ...).
+apply_along_axis, piecewise ...), _extras (nan-reductions, diff, gradient, roll, ...),
+_io (printing, save/load, frombuffer).
 """
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ from fnad.numpy._functional import *  # noqa: F403
 from fnad.numpy._histograms import *  # noqa: F403
 from fnad.numpy._index_tricks import *  # noqa: F403
 from fnad.numpy._indexing import *  # noqa: F403
+from fnad.numpy._io import *  # noqa: F403
 from fnad.numpy._linalg_ops import *  # noqa: F403
 from fnad.numpy._logic import *  # noqa: F403
 from fnad.numpy._polynomial import *  # noqa: F403
@@ -88,6 +90,8 @@ complex_ = complex128
 single, double = float32, float64
 csingle, cdouble = complex64, complex128
 half = float16
+character, flexible, object_ = _np.character, _np.flexible, _np.object_  # NumPy's, as JAX
+ComplexWarning = _np.exceptions.ComplexWarning
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:

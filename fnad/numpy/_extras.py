@@ -1,6 +1,6 @@
 """NaN-skipping reductions and assorted array routines: nansum ... nancumprod, diff,
 ediff1d, gradient, trapezoid, roll, kron, cross, convolve / correlate, cov / corrcoef,
-interp, select.
+interp, select, diagflat, trim_zeros, unwrap.
 
 Composed from the other fnad.numpy functions (looked up at call time) and lax.
 Imports fnad.lax, the sort primitives, fnad.numpy._core and fnad.numpy._indexing.
@@ -17,10 +17,10 @@ from fnad.numpy._core import asarray, canonicalize_axis, promote_dtypes, promote
 from fnad.primitives.sorting import sort_key_val
 from fnad.numpy._indexing import _concrete, _is_traced, getitem, take
 
-__all__ = ["convolve", "corrcoef", "correlate", "cov", "cross", "diff", "ediff1d", "gradient",
-           "interp", "kron", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax",
-           "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "roll", "select",
-           "trapezoid"]
+__all__ = ["convolve", "corrcoef", "correlate", "cov", "cross", "diagflat", "diff", "ediff1d",
+           "gradient", "interp", "kron", "nanargmax", "nanargmin", "nancumprod", "nancumsum",
+           "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "roll",
+           "select", "trapezoid", "trim_zeros", "unwrap"]
 
 
 def _has_nans(a) -> bool:
@@ -539,3 +539,61 @@ def select(condlist, choicelist, default=0):
     for cond, choice in zip(reversed(condlist), reversed(choices[1:])):
         out = jnp.where(asarray(cond, np.bool_), choice, out)
     return out
+
+
+# ---- diagflat, trim_zeros, unwrap -----------------------------------------------------------
+def diagflat(v, k: int = 0):
+    """The 2-D array with the flattened `v` on its k-th diagonal."""
+    return jnp.diag(jnp.ravel(asarray(v)), k)
+
+
+def trim_zeros(filt, trim: str = "fb", axis=None):
+    """`filt` without its leading ('f') and/or trailing ('b') zeros (along each of `axis`,
+    all axes by default: the bounding box of the nonzeros). The values must be concrete:
+    the result's shape depends on them, as in JAX."""
+    arr = asarray(filt)
+    if _is_traced(arr):
+        from fnad import core
+        raise core.ConcretizationTypeError(
+            f"fnad.numpy.trim_zeros of a traced array {core.get_aval(arr).str_short()}: the "
+            "result's shape depends on the values")
+    trim = trim.lower()
+    if any(c not in "fb" for c in trim):
+        raise ValueError(f"fnad.numpy.trim_zeros: trim must be made of 'f' and 'b', got "
+                         f"{trim!r}")
+    if arr.ndim == 0:
+        raise ValueError("fnad.numpy.trim_zeros needs an array of rank >= 1, got a scalar")
+    values = np.asarray(_concrete(arr))
+    axes = range(arr.ndim) if axis is None else (
+        [canonicalize_axis(a, arr.ndim) for a in np.atleast_1d(axis)])
+    index = [slice(None)] * arr.ndim
+    for a in axes:
+        nz = np.flatnonzero(np.any(values != 0, axis=tuple(i for i in range(arr.ndim)
+                                                            if i != a)))
+        if nz.size == 0:
+            index[a] = slice(0, 0)
+            continue
+        index[a] = slice(nz[0] if "f" in trim else 0,
+                         nz[-1] + 1 if "b" in trim else values.shape[a])
+    return getitem(arr, tuple(index))
+
+
+def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
+    """`p` with each jump larger than `discont` (default period/2) between neighbours
+    along `axis` replaced by its remainder modulo `period` (phases made continuous)."""
+    p, period = promote_dtypes(asarray(p), period)
+    if dtypes.issubdtype(p.dtype, np.complexfloating):
+        raise ValueError("fnad.numpy.unwrap does not support complex inputs")
+    axis = canonicalize_axis(axis, p.ndim)
+    if p.shape[axis] == 0:
+        return p
+    if discont is None:
+        discont = period / 2
+    half = period // 2 if dtypes.issubdtype(p.dtype, np.integer) else period / 2
+    d = jnp.diff(p, axis=axis)
+    wrapped = jnp.mod(d + half, period) - half                 # in [-half, half)
+    wrapped = jnp.where((wrapped == -half) & (d > 0), half, wrapped)
+    correction = jnp.where(jnp.abs(d) < discont, 0, wrapped - d)
+    first = lax.slice_in_dim(p, 0, 1, axis=axis)
+    rest = lax.slice_in_dim(p, 1, None, axis=axis) + jnp.cumsum(correction, axis=axis)
+    return jnp.concatenate([first, rest.astype(p.dtype)], axis=axis)

@@ -1,4 +1,5 @@
-"""fnad.numpy's counting and binning: bincount, digitize, histogram_bin_edges, histogram.
+"""fnad.numpy's counting and binning: bincount, digitize, histogram_bin_edges, histogram,
+histogram2d, histogramdd.
 
 Counts are scatter-adds into a zero array (`.at[bin].add(weight)`), so they are
 differentiable in the weights; bins are found with searchsorted. The number of bins is
@@ -25,7 +26,10 @@ from fnad.numpy._creation import _concrete
 from fnad.numpy._index_routines import _is_traced
 from fnad.numpy._sorting import searchsorted
 
-__all__ = ["bincount", "digitize", "histogram", "histogram_bin_edges"]
+__all__ = ["bincount", "digitize", "histogram", "histogram2d", "histogram_bin_edges",
+           "histogramdd"]
+
+builtins_range = range
 
 
 def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
@@ -133,3 +137,67 @@ def histogram(a: ArrayLike, bins: ArrayLike = 10, range=None,  # noqa: A002
     if density:
         counts = counts / jnp.diff(edges) / jnp.sum(counts)
     return counts, edges
+
+
+def histogramdd(sample: ArrayLike, bins=10, range=None,  # noqa: A002
+                weights: ArrayLike | None = None, density: bool | None = None):
+    """(counts, [edges per dimension]) of the N points `sample` [N, D] (a 1-D sample is N
+    points in one dimension): `bins` a count, a list of counts or of edges per dimension;
+    `range` a (min, max) pair (or None) per dimension; each dimension's last bin closed."""
+    check_arraylike("histogramdd", sample)
+    s = ensure_array(sample)
+    if s.ndim == 1:
+        s = s[:, None]
+    if s.ndim != 2:
+        raise ValueError(f"histogramdd: sample must be [N, D] (or [N]), got shape {s.shape}")
+    n, d = s.shape
+    if weights is not None:
+        check_arraylike("histogramdd", weights)
+        if np.shape(weights) != (n,):
+            raise ValueError(f"histogramdd: weights must have shape ({n},), got "
+                             f"{np.shape(weights)}")
+        s, w = promote_dtypes_inexact(s, weights)
+    else:                                    # integer counts, as JAX (floats with density)
+        (s,) = promote_dtypes_inexact(s)
+        w = jnp.ones((n,), dtypes.default_int_dtype())
+    per_dim = isinstance(bins, (list, tuple)) or np.ndim(bins) == 1 and len(bins) == d \
+        and not isinstance(bins, (Array, np.ndarray))
+    bins_list = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
+    if per_dim and len(bins_list) != d:
+        raise ValueError(f"histogramdd: got {len(bins_list)} bin specifications for {d} "
+                         "dimensions")
+    if range is not None and len(range) != d:
+        raise ValueError(f"histogramdd: range must have one entry per dimension ({d}), got "
+                         f"{len(range)}")
+    edges, idx = [], []
+    for k in builtins_range(d):
+        e = histogram_bin_edges(s[:, k], bins_list[k], None if range is None else range[k])
+        i = searchsorted(e, s[:, k], side="right")               # 0 below, len(e) above
+        i = jnp.where(jnp.equal(s[:, k], e[-1]), e.shape[0] - 1, i)   # last bin closed
+        edges.append(e)
+        idx.append(i)
+    shape = tuple(e.shape[0] + 1 for e in edges)                 # with an outlier bin each side
+    flat = jnp.ravel_multi_index(tuple(idx), shape, mode="clip")
+    counts = jnp.zeros(int(np.prod(shape)), w.dtype).at[flat].add(w).reshape(shape)
+    counts = counts[tuple(slice(1, -1) for _ in edges)]
+    if density:
+        volume = edges[0][1:] - edges[0][:-1]
+        for e in edges[1:]:
+            volume = volume[..., None] * (e[1:] - e[:-1])
+        counts = counts / volume / jnp.sum(counts).astype(volume.dtype)
+    return counts, edges
+
+
+def histogram2d(x: ArrayLike, y: ArrayLike, bins=10, range=None,  # noqa: A002
+                weights: ArrayLike | None = None, density: bool | None = None):
+    """(counts, x edges, y edges) of the points (x[i], y[i]): histogramdd in two
+    dimensions (`bins` a count, a pair, edges, or a pair of edges)."""
+    check_arraylike("histogram2d", x, y)
+    x, y = promote_dtypes_inexact(x, y)
+    if np.shape(x) != np.shape(y) or np.ndim(x) != 1:
+        raise ValueError(f"histogram2d: x and y must be 1-D of equal length, got shapes "
+                         f"{np.shape(x)} and {np.shape(y)}")
+    if not isinstance(bins, (list, tuple)) and np.ndim(bins) == 1:
+        bins = [bins, bins]                                      # the same edges for both
+    counts, (ex, ey) = histogramdd(jnp.stack([x, y], axis=1), bins, range, weights, density)
+    return counts, ex, ey

@@ -1,9 +1,10 @@
 """fnad.numpy's index arithmetic and index-driven edits: ix_, r_, c_, s_, index_exp,
-unravel_index, ravel_multi_index, choose, extract, fill_diagonal, put_along_axis.
+mgrid, ogrid, unravel_index, ravel_multi_index, choose, extract, fill_diagonal,
+put_along_axis, put, place, mask_indices.
 
 Built on x[idx], x.at[idx].set and compress, so gradients flow to the selected or
-written entries. Arrays are immutable: fill_diagonal and put_along_axis return a new
-array and require `inplace=False`, as JAX does.
+written entries. Arrays are immutable: fill_diagonal, put_along_axis, put and place return
+a new array and require `inplace=False`, as JAX does.
 """
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from fnad.numpy._shape import broadcast_arrays, broadcast_to, concatenate, expan
 from fnad.numpy._shape import transpose as _transpose
 from fnad.primitives import shape_ops as so
 
-__all__ = ["c_", "choose", "extract", "fill_diagonal", "index_exp", "ix_", "put_along_axis",
-           "r_", "ravel_multi_index", "s_", "unravel_index"]
+__all__ = ["c_", "choose", "extract", "fill_diagonal", "index_exp", "ix_", "mask_indices",
+           "mgrid", "ogrid", "place", "put", "put_along_axis", "r_", "ravel_multi_index", "s_",
+           "unravel_index"]
 
 s_ = np.s_
 index_exp = np.index_exp
@@ -312,3 +314,119 @@ def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: 
     grid[axis] = idx
     out = arr.at[tuple(grid)].set(values, mode=mode)
     return so.reshape(out, original_shape) if out.shape != original_shape else out
+
+
+# ---- mgrid, ogrid ----------------------------------------------------------------------------
+class _Grid:
+    """mgrid[...] / ogrid[...]: the grids of the given slices (start:stop:step, or
+    start:stop:Nj for N points with the stop included), dense or open."""
+    sparse: bool
+    op_name: str
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return _grid_from_slice(key, self.op_name)
+        if not isinstance(key, tuple) or not all(isinstance(k, slice) for k in key):
+            raise TypeError(f"{self.op_name}[...] takes slices, got {key!r}")
+        axes = [_grid_from_slice(k, self.op_name) for k in key]
+        if not axes:
+            return [] if self.sparse else array([])
+        dtype = dtypes.result_type(*axes)
+        axes = [a.astype(dtype) for a in axes]
+        n = len(axes)
+        opened = [so.reshape(a, tuple(a.shape[0] if i == k else 1 for i in range(n)))
+                  if n > 1 else a for k, a in enumerate(axes)]
+        if self.sparse:
+            return opened
+        from fnad.numpy._shape import stack
+        return stack(broadcast_arrays(*opened), 0)
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _MGrid(_Grid):
+    """mgrid[0:3, 0:2]: dense coordinate arrays stacked along a first axis."""
+    sparse, op_name = False, "mgrid"
+
+
+class _OGrid(_Grid):
+    """ogrid[0:3, 0:2]: open grids (each coordinate varies along its own axis only)."""
+    sparse, op_name = True, "ogrid"
+
+
+mgrid = _MGrid()
+ogrid = _OGrid()
+
+
+# ---- put, place, mask_indices ----------------------------------------------------------------
+def _not_inplace(name: str, inplace: bool) -> None:
+    if inplace:
+        raise ValueError(f"fnad.numpy.{name} cannot modify arrays in place, because fnad "
+                         "arrays are immutable. Pass inplace=False to get the updated array "
+                         "instead.")
+
+
+def put(a: ArrayLike, ind: ArrayLike, v: ArrayLike, mode: str | None = None, *,
+        inplace: bool = True) -> Array:
+    """a (flattened) with a.flat[ind] = v, v repeated to ind's length; returns the updated
+    copy (inplace=False is required). `mode`: 'clip' (the default) or 'wrap' ('raise' is
+    not supported: indices are data); repeated indices keep the last value."""
+    _not_inplace("put", inplace)
+    check_arraylike("put", a, ind, v)
+    arr = asarray(a)
+    ind_flat = ravel(asarray(ind))
+    if not dtypes.issubdtype(ind_flat.dtype, np.integer):
+        raise TypeError(f"fnad.numpy.put: indices must be integers, got {ind_flat.dtype}")
+    v_flat = ravel(asarray(v, dtype=arr.dtype))
+    if ind_flat.size == 0 or v_flat.size == 0:
+        return arr
+    if v_flat.size < ind_flat.size:                      # repeated, as NumPy
+        from fnad.numpy._shape import tile
+        v_flat = tile(v_flat, -(-ind_flat.size // v_flat.size))
+    v_flat = v_flat[:ind_flat.size]
+    n = arr.size
+    if mode is None or mode == "clip":
+        idx = ind_flat.clip(-n, n - 1) % n if n else ind_flat
+    elif mode == "wrap":
+        idx = ind_flat % n
+    elif mode == "raise":
+        raise NotImplementedError("fnad.numpy.put: mode='raise' is not supported (the "
+                                  "indices are data); use 'clip' or 'wrap'")
+    else:
+        raise ValueError(f"fnad.numpy.put: mode must be 'clip', 'wrap' or None, got {mode!r}")
+    return ravel(arr).at[idx].set(v_flat, mode="promise_in_bounds").reshape(arr.shape)
+
+
+def place(arr: ArrayLike, mask: ArrayLike, vals: ArrayLike, *, inplace: bool = True) -> Array:
+    """arr with the elements where `mask` is true replaced by `vals` in order (repeated
+    when shorter, as NumPy); returns the updated copy (inplace=False is required). The mask
+    must be concrete (its count sets the shape), as in JAX."""
+    _not_inplace("place", inplace)
+    check_arraylike("place", arr, mask, vals)
+    data = asarray(arr)
+    if _is_traced(mask):
+        raise core.ConcretizationTypeError(
+            f"fnad.numpy.place: the mask must be concrete, got a traced array "
+            f"{core.get_aval(mask).str_short()}: the number of places sets the shapes")
+    m = np.asarray(mask.to_concrete_value() if isinstance(mask, core.Tracer) else mask, bool)
+    if m.shape != data.shape:
+        raise ValueError(f"fnad.numpy.place: mask of shape {m.shape} does not match arr of "
+                         f"shape {data.shape}")
+    idx = np.flatnonzero(m)
+    if idx.size == 0:
+        return data
+    v = ravel(asarray(vals, dtype=data.dtype))
+    if v.size == 0:
+        raise ValueError("fnad.numpy.place: cannot place from an empty vals into a "
+                         "non-empty selection")
+    take = np.arange(idx.size) % v.size
+    return ravel(data).at[idx].set(v[take]).reshape(data.shape)
+
+
+def mask_indices(n: int, mask_func, k: int = 0, *, size: int | None = None):
+    """The (row, column) indices where `mask_func(ones((n, n)), k)` is nonzero (for
+    mask_func = triu, the upper triangle). `size` pads or cuts them to a static length."""
+    from fnad.numpy._creation import ones
+    from fnad.numpy._index_routines import nonzero
+    return nonzero(mask_func(ones((n, n), dtype=np.int32), k), size=size)

@@ -1,5 +1,6 @@
 """fnad.numpy's polynomials, as 1-D coefficient arrays with the highest power first
-(NumPy's poly1d order): polyval, polyadd, polysub, polymul, polyder, polyint, vander.
+(NumPy's poly1d order): polyval, polyadd, polysub, polymul, polydiv, polyder, polyint,
+poly (from roots), vander.
 
 Each is a composition of arithmetic, slices, .at updates and convolve, so derivatives in
 the coefficients and in x come from those. The orders (m) and lengths are static.
@@ -25,7 +26,8 @@ from fnad.numpy._core import (
 from fnad.numpy._creation import _concrete
 from fnad.numpy._index_routines import _is_traced
 
-__all__ = ["polyadd", "polyder", "polyint", "polymul", "polysub", "polyval", "vander"]
+__all__ = ["poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "polyval",
+           "vander"]
 
 
 def _order(m, name: str) -> int:
@@ -132,3 +134,52 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
         raise ValueError(f"N must be nonnegative, got {N}")
     powers = np.arange(N) if increasing else np.arange(N - 1, -1, -1)
     return jnp.power(x[:, None], jnp.asarray(powers, x.dtype)[None, :])     # [len(x), N]
+
+
+def poly(seq_of_zeros: ArrayLike) -> Array:
+    """The coefficients (highest power first, leading 1) of the monic polynomial with the
+    given roots; for a square matrix, of its characteristic polynomial (roots = its
+    eigenvalues, which needs fnad.numpy.linalg.eigvals)."""
+    check_arraylike("poly", seq_of_zeros)
+    (z,) = promote_dtypes_inexact(seq_of_zeros)
+    z = jnp.atleast_1d(z)
+    if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
+        eigvals = getattr(jnp.linalg, "eigvals", None)
+        if eigvals is None:
+            raise NotImplementedError("fnad.numpy.poly of a matrix needs "
+                                      "fnad.numpy.linalg.eigvals, which fnad lacks")
+        z = eigvals(z)
+    if z.ndim != 1:
+        raise ValueError(f"fnad.numpy.poly: input must be 1-D or a non-empty square 2-D "
+                         f"array, got shape {z.shape}")
+    a = jnp.ones((1,), z.dtype)
+    for k in range(z.shape[0]):                        # multiply in (x - z_k)
+        a = jnp.convolve(a, jnp.stack([jnp.ones((), z.dtype), -z[k]]), mode="full")
+    return a if z.shape[0] else jnp.ones((), z.dtype)
+
+
+def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = False):
+    """(quotient, remainder) of the polynomial division u / v by long division; the
+    remainder keeps u's length (its leading entries zero) unless `trim_leading_zeros`,
+    which drops those below √eps (the values must then be concrete)."""
+    check_arraylike("polydiv", u, v)
+    u, v = (ensure_array(a) for a in promote_dtypes_inexact(u, v))
+    if u.ndim != 1 or v.ndim != 1:
+        raise ValueError(f"fnad.numpy.polydiv: u and v must be 1-D, got shapes {u.shape} and "
+                         f"{v.shape}")
+    m, n = u.shape[0] - 1, v.shape[0] - 1
+    scale = 1.0 / v[0]
+    q = jnp.zeros(max(m - n + 1, 1), u.dtype)
+    for k in range(m - n + 1):
+        d = scale * u[k]
+        q = q.at[k].set(d)
+        u = u.at[k:k + n + 1].add(-d * v)
+    if trim_leading_zeros:
+        if _is_traced(u):
+            raise core.ConcretizationTypeError(
+                "fnad.numpy.polydiv(trim_leading_zeros=True) needs concrete values: the "
+                "remainder's length depends on them")
+        tol = np.sqrt(np.finfo(u.dtype).eps)
+        keep = np.flatnonzero(np.abs(np.asarray(u)) > tol)
+        u = u[keep[0]:] if keep.size else u[:0]
+    return q, u

@@ -1,6 +1,6 @@
 """fnad.numpy's less common elementwise functions: the float representation (frexp,
-ldexp, modf, nextafter, spacing), integer ones (gcd, lcm, bitwise_count) and the Bessel
-function i0.
+ldexp, modf, nextafter, spacing), integer ones (gcd, lcm, bitwise_count, packbits,
+unpackbits) and the Bessel function i0.
 
 fnad has no bitcast primitive, so frexp finds the exponent from log2 and corrects it
 by one either way, and powers of two are built exactly as products of 2^(2^b) factors;
@@ -8,6 +8,8 @@ ldexp, nextafter and spacing build on that. i0 is Cephes' Chebyshev expansion (N
 whose derivative is that of the expansion. Built on fnad.numpy's ufuncs and lax.
 """
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -40,7 +42,7 @@ from fnad.numpy._ufuncs import (
 from fnad.primitives import logic as lg
 
 __all__ = ["bitwise_count", "frexp", "gcd", "i0", "lcm", "ldexp", "modf", "nextafter",
-           "spacing"]
+           "packbits", "spacing", "unpackbits"]
 
 
 # ---- exact powers of two ---------------------------------------------------------------------
@@ -254,3 +256,68 @@ def i0(x: ArrayLike) -> Array:
     near = _chbevl(subtract(multiply(xs, 0.5), 2.0), _I0A)                     # exp(-x)·I0(x)
     far = true_divide(_chbevl(subtract(true_divide(32.0, xl), 2.0), _I0B), sqrt(xl))
     return multiply(exp(ax), _where(small, near, far))
+
+
+# ---- packbits, unpackbits ------------------------------------------------------------------
+def _bitorder(name: str, bitorder: str) -> bool:
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"fnad.numpy.{name}: bitorder must be 'big' or 'little', got "
+                         f"{bitorder!r}")
+    return bitorder == "little"
+
+
+def packbits(a: ArrayLike, axis: int | None = None, bitorder: str = "big"):
+    """The truth values of `a` (bool or integers) packed 8 per uint8 along `axis` (the
+    flattened array by default), padded with zeros to a multiple of 8; 'big' puts the
+    first element in the most significant bit."""
+    import fnad.numpy as jnp
+    little = _bitorder("packbits", bitorder)
+    check_arraylike("packbits", a)
+    arr = ensure_array(a)
+    if not (dtypes.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_):
+        raise TypeError(f"fnad.numpy.packbits: expected an integer or boolean array, got "
+                        f"{arr.dtype}")
+    if axis is None:
+        arr, axis = jnp.ravel(arr), 0
+    axis = axis % max(arr.ndim, 1)
+    bits = (arr != 0).astype(np.uint8)
+    pad = -bits.shape[axis] % 8
+    if pad:
+        widths = [(0, 0)] * bits.ndim
+        widths[axis] = (0, pad)
+        bits = jnp.pad(bits, widths)
+    shape = bits.shape[:axis] + (bits.shape[axis] // 8, 8) + bits.shape[axis + 1:]
+    weights = np.array([1 << (i if little else 7 - i) for i in range(8)], np.uint8)
+    weights = weights.reshape((8,) + (1,) * (bits.ndim - axis - 1))
+    return jnp.sum(bits.reshape(shape) * weights, axis=axis + 1, dtype=np.uint8)
+
+
+def unpackbits(a: ArrayLike, axis: int | None = None, count: int | None = None,
+               bitorder: str = "big"):
+    """The bits of the uint8 array `a` as 0/1 uint8, 8 per element along `axis` (the
+    flattened array by default); `count` keeps that many (negative: drops from the end)."""
+    import fnad.numpy as jnp
+    little = _bitorder("unpackbits", bitorder)
+    check_arraylike("unpackbits", a)
+    arr = ensure_array(a)
+    if arr.dtype != np.uint8:
+        raise TypeError(f"fnad.numpy.unpackbits: expected a uint8 array, got {arr.dtype}")
+    if axis is None:
+        arr, axis = jnp.ravel(arr), 0
+    axis = axis % max(arr.ndim, 1)
+    shifts = np.array([i if little else 7 - i for i in range(8)], np.uint8)
+    shifts = shifts.reshape((8,) + (1,) * (arr.ndim - axis - 1))
+    bits = (jnp.expand_dims(arr, axis + 1) >> shifts) & np.uint8(1)
+    shape = arr.shape[:axis] + (arr.shape[axis] * 8,) + arr.shape[axis + 1:]
+    bits = bits.reshape(shape)
+    if count is not None:
+        n = operator.index(count)
+        size = shape[axis]
+        stop = n if n >= 0 else size + n
+        if stop > size:                                      # zeros padded, as NumPy
+            widths = [(0, 0)] * bits.ndim
+            widths[axis] = (0, stop - size)
+            bits = jnp.pad(bits, widths)
+        else:
+            bits = lax.slice_in_dim(bits, 0, max(stop, 0), axis=axis)
+    return bits
