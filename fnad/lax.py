@@ -26,6 +26,7 @@ from fnad.primitives.control_flow import *  # noqa: F401,F403
 from fnad.primitives.convolution import *  # noqa: F401,F403
 from fnad.primitives.cumulative import *  # noqa: F401,F403
 from fnad.primitives.elementwise import *  # noqa: F401,F403
+from fnad.primitives.fft import *  # noqa: F401,F403
 from fnad.primitives.indexing import *  # noqa: F401,F403
 from fnad.primitives.linalg import *  # noqa: F401,F403
 from fnad.primitives.logic import *  # noqa: F401,F403

@@ -6,6 +6,7 @@ families: elementwise (arithmetic, transcendental, complex parts), logic
 reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
 shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
 convolution (conv_general_dilated), decompositions (cholesky, triangular_solve, lu),
+fft (fft: FFT, IFFT, RFFT, IRFFT),
 indexing (gather and the scatters), sorting (sort, top_k), windowed (reduce_window_sum,
 _max, _min: pooling), control_flow (cond, scan, while: the higher-order primitives, whose
 params hold sub-jaxprs).
@@ -14,6 +15,7 @@ from fnad.primitives import (convolution, cumulative, decompositions,  # noqa: F
                              elementwise, indexing, linalg, logic, reductions, shape_ops,
                              sorting, windowed)
 from fnad.primitives import control_flow  # noqa: F401,E402
+from fnad.primitives import fft  # noqa: F401,E402
 # The public API for user primitives: declare one, then its rules with the def_* methods
 # (def_abstract_eval, def_impl(fn, backend=...), def_jvp or def_vjp, def_transpose,
 # def_batch); see tests/test_user_primitives.py.

@@ -18,7 +18,7 @@ On the device:
 Through the host (copied to NumPy, the reference impl, copied back), named so nobody mistakes
 them for GPU code: every other primitive (cbrt, erf_inv, shifts, population_count, complex
 ops, argmax/argmin, reduce_xor, cumulative ops, windowed reductions, gather/scatter,
-sort/top_k, cholesky, triangular_solve, lu), and the arithmetic of float16 (except
+sort/top_k, cholesky, triangular_solve, lu, fft), and the arithmetic of float16 (except
 dot_general), bfloat16 and complex values. `HOST` is that set. The higher-order primitives
 (cond, scan, while, custom_jvp/vjp, checkpoint) have no impl: their eager rules bind the
 primitives of their bodies, which then run here.

@@ -144,3 +144,4 @@ def isscalar(element) -> bool:
 _methods.install()
 del annotations
 from fnad.numpy import linalg  # noqa: E402,F401
+from fnad.numpy import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)

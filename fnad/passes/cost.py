@@ -12,7 +12,9 @@ returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
                      element for a cumulative op; K - 1 per output element of a
                      windowed reduction of K-element windows (pads and dilation holes
                      included); n·⌈log2 n⌉ per sorted row; n³/3
-                     for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve
+                     for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve;
+                     8·Π⌊log2 nᵢ⌋ per input element of an FFT over lengths nᵢ (XLA's
+                     4 complex multiply-adds per element and level)
     transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
                      the trigonometric functions, erf, pow ... (not counted in flops);
                      erf_inv, lgamma, digamma and polygamma too, where XLA counts the
@@ -37,6 +39,7 @@ from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
 from fnad.primitives import (convolution, cumulative, decompositions, elementwise, linalg, logic,
                              reductions, sorting, windowed)
+from fnad.primitives import fft as fft_prims
 
 __all__ = ["cost_analysis", "cost_rules"]
 
@@ -136,7 +139,13 @@ def _triangular_solve(eqn: JaxprEqn):
     return math.prod(a[:-2]) * a[-1] ** 2 * b[-1 if eqn.params["left_side"] else -2], 0
 
 
+def _fft(eqn: JaxprEqn):                               # XLA: 2·4·Π⌊log2 n⌋ per element
+    levels = math.prod(max(n, 1).bit_length() - 1 for n in eqn.params["fft_lengths"])
+    return 8 * levels * _in_size(eqn), 0
+
+
 cost_rules.update({
+    fft_prims.fft_p: _fft,
     linalg.dot_general_p: _dot_general,
     convolution.conv_general_dilated_p: _conv_general_dilated,
     windowed.reduce_window_sum_p: _reduce_window,
