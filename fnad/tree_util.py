@@ -24,12 +24,14 @@ T = TypeVar("T")
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial",
-    "PyTreeDef", "SequenceKey", "all_leaves", "broadcast_prefix", "keystr",
-    "register_dataclass", "register_pytree_node", "register_pytree_node_class",
-    "register_pytree_with_keys", "tree_all",
+    "PyTreeDef", "SequenceKey", "all_leaves", "broadcast_prefix", "flatten_one_level",
+    "flatten_one_level_with_keys", "is_tree_node", "keystr", "register_dataclass",
+    "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
+    "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast",
     "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
-    "tree_map", "tree_map_with_path", "tree_reduce", "tree_structure", "tree_transpose",
-    "tree_unflatten", "treedef_is_leaf",
+    "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative",
+    "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children",
+    "treedef_is_leaf", "treedef_tuple",
 ]
 
 
@@ -214,6 +216,46 @@ def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
             pairs, aux = flatten_with_keys(x)
             return [c for _, c in pairs], aux
     register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls: type[T]) -> type[T]:
+    """Class decorator: register via `tree_flatten_with_keys()` (-> ([(key, child)], aux))
+    and `tree_unflatten(aux, children)`; `tree_flatten()` is used too if defined."""
+    flat = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"),
+                              cls.tree_unflatten,
+                              operator.methodcaller("tree_flatten") if flat else None)
+    return cls
+
+
+def register_static(cls: type[T]) -> type[T]:
+    """Class decorator: instances are pytree nodes with no children, the instance itself
+    the (static: hashable, comparable) aux data, so transformations pass it through."""
+    register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether instances of `typ` are pytree nodes (registered, or namedtuples)."""
+    return _dispatch_get(typ) is not None
+
+
+def flatten_one_level(tree: Any) -> tuple[list[Any], Any]:
+    """(the children of the root node, its aux data); a leaf is a ValueError."""
+    nd = _dispatch_get(type(tree))
+    if nd is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    children, aux = nd.flatten(tree)
+    return list(children), aux
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[list[tuple[KeyEntry, Any]], Any]:
+    """([(key entry, child)] of the root node, its aux data); a leaf is a ValueError."""
+    nd = _dispatch_get(type(tree))
+    if nd is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    pairs, aux = nd.flatten_with_keys(tree)
+    return list(pairs), aux
 
 
 def register_pytree_node_class(cls: type[T]) -> type[T]:
@@ -636,6 +678,44 @@ def tree_reduce(function: Callable[[T, Any], T], tree: Any, initializer: Any = _
     if initializer is _NO_INIT:
         return functools.reduce(function, tree_leaves(tree, is_leaf))
     return functools.reduce(function, tree_leaves(tree, is_leaf), initializer)
+
+
+_UNSPECIFIED = object()
+
+
+def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
+                            identity: Any = _UNSPECIFIED,
+                            is_leaf: Callable[[Any], bool] | None = None) -> T:
+    """The leaves combined pairwise, a balanced tree of `operation` calls (which must be
+    associative); `identity` for a tree without leaves (else a TypeError)."""
+    level = tree_leaves(tree, is_leaf)
+    if not level:
+        if identity is _UNSPECIFIED:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    while len(level) > 1:
+        pairs = [operation(a, b) for a, b in zip(level[::2], level[1::2])]
+        level = pairs + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """`prefix_tree` spread to the structure of `full_tree`: each of its leaves repeated
+    over the leaves of the subtree it covers (`broadcast_prefix`, as a tree)."""
+    return tree_structure(full_tree).unflatten(
+        broadcast_prefix(prefix_tree, full_tree, is_leaf))
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    """The treedefs of the root's children."""
+    return treedef.children()
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The treedef of a tuple whose children have these treedefs."""
+    subs = [t._t for t in treedefs]
+    return PyTreeDef(_node(_registry[tuple], None, subs))
 
 
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:

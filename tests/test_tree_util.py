@@ -486,3 +486,66 @@ def test_map_with_path():
                                      is_leaf=lambda p, x: p == (tu.DictKey("a"),),
                                      is_leaf_takes_path=True)
     assert [x for _, x in pairs] == [[1], 2]
+
+
+# ---- one-level flattening, static nodes, broadcasting, associative reduction -------------
+def test_one_level_static_broadcast_and_associative_reduce():
+    import fnad
+    assert tu.is_tree_node(tuple) and tu.is_tree_node(type(None)) and not tu.is_tree_node(int)
+    assert tu.flatten_one_level({"a": 1, "b": (2, 3)}) == ([1, (2, 3)], ("a", "b"))
+    pairs, aux = tu.flatten_one_level_with_keys({"a": 1, "b": (2, 3)})
+    assert pairs == [(tu.DictKey("a"), 1), (tu.DictKey("b"), (2, 3))] and aux == ("a", "b")
+    with pytest.raises(ValueError, match="can't tree-flatten"):
+        tu.flatten_one_level(1.0)
+    assert tu.tree_broadcast((1, 2), ((3, 4), {"a": 5})) == ((1, 1), {"a": 2})
+    assert fnad.tree.broadcast((1, None), ((3, 4), 5)) == ((1, 1), None)
+    calls = []
+
+    def add(a, b):
+        calls.append((a, b))
+        return a + b
+    assert tu.tree_reduce_associative(add, [1, 2, 3, 4, 5]) == 15
+    assert calls[:2] == [(1, 2), (3, 4)]                      # pairwise, not left to right
+    assert fnad.tree.reduce_associative(add, [], identity=0) == 0
+    with pytest.raises(TypeError, match="identity"):
+        tu.tree_reduce_associative(add, {})
+    both = tu.treedef_tuple([tu.tree_structure((1, 2)), tu.tree_structure(3)])
+    assert both == tu.tree_structure(((1, 2), 3))
+    assert tu.treedef_children(both) == both.children()
+
+    @tu.register_static
+    class Cfg:
+        def __init__(self, n):
+            self.n = n
+
+        def __hash__(self):
+            return hash(self.n)
+
+        def __eq__(self, other):
+            return isinstance(other, Cfg) and other.n == self.n
+    leaves, tdef = fnad.tree.flatten([Cfg(3), 1.0])
+    assert leaves == [1.0] and fnad.tree.unflatten(tdef, [2.0])[0] == Cfg(3)
+    assert fnad.jit(lambda c, x: x * c.n, static_argnums=0)(Cfg(3), 2.0) == 6.0
+
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: object
+        op: str = fnad.tree.static(default="add")
+    leaves, tdef = fnad.tree.flatten(Op(1.0))
+    assert leaves == [1.0] and fnad.tree.unflatten(tdef, [5.0]) == Op(5.0, "add")
+
+    @tu.register_pytree_with_keys_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten_with_keys(self):
+            return [(tu.GetAttrKey("a"), self.a), (tu.GetAttrKey("b"), self.b)], None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    paths = [p for p, _ in tu.tree_flatten_with_path(Pair(1, 2))[0]]
+    assert paths == [(tu.GetAttrKey("a"),), (tu.GetAttrKey("b"),)]
+    assert tu.tree_map(lambda v: v * 2, Pair(1, 2)).b == 4
