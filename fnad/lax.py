@@ -133,3 +133,242 @@ def reduce(operands, init_values, computation, dimensions, out_sharding=None):
         xs, n = pairs, half + n % 2
     return tree_util.tree_unflatten(tree, combine(inits, [_so.reshape(x, rest) for x in xs]))
 
+
+
+# ---- composites: jax.lax functions built from the primitives above ----------------------
+def reciprocal(x):
+    """1 / x (integer_pow(x, -1), as JAX)."""
+    return integer_pow(x, -1)  # noqa: F405
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that arrays of `shapes` broadcast to (NumPy's rules); a ValueError if they
+    do not broadcast."""
+    try:
+        return tuple(_np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        shown = tuple(tuple(s) for s in shapes)              # (this module's `map` is lax's)
+        raise ValueError(f"Incompatible shapes for broadcasting: {shown}") from None
+
+
+def broadcast_like(arr, like_arr):
+    """`arr` broadcast to the shape of `like_arr` (numpy-style, trailing dims aligned)."""
+    shape = _get_aval(like_arr).shape
+    return arr if _get_aval(arr).shape == shape else _broadcast_to(arr, shape)
+
+
+def _broadcast_to(x, shape):
+    aval = _get_aval(x)
+    shape = tuple(shape)
+    new = broadcast_shapes(aval.shape, shape)
+    if new != shape:
+        raise ValueError(f"cannot broadcast shape {aval.shape} to {shape}")
+    lead = len(shape) - aval.ndim
+    return broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))  # noqa: F405
+
+
+def split(operand, sizes, axis: int = 0) -> list:
+    """`operand` cut along `axis` into pieces of the given `sizes` (which sum to its size)."""
+    aval = _get_aval(operand)
+    axis = _operator.index(axis)
+    if not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(f"lax.split: axis {axis} is out of range for an operand of rank "
+                         f"{aval.ndim}")
+    axis %= aval.ndim
+    sizes = [_operator.index(s) for s in sizes]
+    if any(s < 0 for s in sizes) or sum(sizes) != aval.shape[axis]:
+        raise ValueError(f"lax.split: sizes {sizes} must be non-negative and sum to the size "
+                         f"{aval.shape[axis]} of axis {axis}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(slice_in_dim(operand, start, start + s, axis=axis))  # noqa: F405
+        start += s
+    return out
+
+
+def tile(operand, reps):
+    """`operand` repeated `reps[i]` times along each axis i (len(reps) == its rank)."""
+    aval = _get_aval(operand)
+    reps = tuple(_operator.index(r) for r in reps)
+    if len(reps) != aval.ndim or any(r < 0 for r in reps):
+        raise ValueError(f"lax.tile: reps {reps} must have one non-negative entry per "
+                         f"dimension of the operand (shape {aval.shape})")
+    shape = tuple(d for r, n in zip(reps, aval.shape) for d in (r, n))
+    dims = tuple(range(1, 2 * aval.ndim, 2))
+    out = broadcast_in_dim(operand, shape, dims)  # noqa: F405
+    return reshape(out, tuple(r * n for r, n in zip(reps, aval.shape)))  # noqa: F405
+
+
+def stack(operands, axis: int = 0):
+    """The operands (equal shapes) stacked along a new axis `axis`."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("lax.stack needs at least one operand")
+    nd = _get_aval(operands[0]).ndim
+    axis = _operator.index(axis)
+    if not -(nd + 1) <= axis <= nd:
+        raise ValueError(f"lax.stack: axis {axis} is out of range for operands of rank {nd}")
+    axis %= nd + 1
+    return concatenate([expand_dims(x, (axis,)) for x in operands], axis)  # noqa: F405
+
+
+def unstack(x, axis: int = 0) -> tuple:
+    """The slices of `x` along `axis`, each without that axis."""
+    aval = _get_aval(x)
+    axis = _operator.index(axis)
+    if not -aval.ndim <= axis < aval.ndim:
+        raise ValueError(f"lax.unstack: axis {axis} is out of range for an operand of rank "
+                         f"{aval.ndim}")
+    axis %= aval.ndim
+    return tuple(index_in_dim(x, i, axis, keepdims=False)  # noqa: F405
+                 for i in range(aval.shape[axis]))
+
+
+def index_take(src, idxs, axes):
+    """src indexed along `axes` by the integer arrays `idxs` (one per axis, equal shapes;
+    negative and out-of-range indices wrap), a gather."""
+    axes = tuple(_operator.index(a) for a in axes)
+    idxs = list(idxs)
+    if len(idxs) != len(axes):
+        raise ValueError(f"lax.index_take: {len(idxs)} index arrays for {len(axes)} axes")
+    src_aval = _get_aval(src)
+    cols = [expand_dims(i, (1,)) for i in idxs]  # noqa: F405
+    indices = concatenate(cols, 1)  # noqa: F405
+    ishape = _get_aval(indices).shape
+    bounds = broadcast_in_dim(_np.array([src_aval.shape[a] for a in axes],  # noqa: F405
+                                        _get_aval(indices).dtype), ishape, (len(ishape) - 1,))
+    indices = rem(add(rem(indices, bounds), bounds), bounds)  # noqa: F405
+    slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(src_aval.shape))
+    dnums = GatherDimensionNumbers(  # noqa: F405
+        offset_dims=tuple(range(1, src_aval.ndim - len(axes) + 1)),
+        collapsed_slice_dims=axes, start_index_map=axes)
+    return gather(src, indices, dnums, slice_sizes)  # noqa: F405
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
+                indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    """operand with `updates` subtracted at the scattered positions (scatter_add of -updates)."""
+    return scatter_add(operand, scatter_indices, neg(updates), dimension_numbers,  # noqa: F405
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       mode=mode)
+
+
+def optimization_barrier(operand, /):
+    """`operand` (a pytree) unchanged. In XLA it keeps computations from moving across it;
+    fnad's passes do not move computations across equations in ways this would stop, so
+    it is the identity."""
+    return operand
+
+
+def with_sharding_constraint(x, shardings):
+    """`x` unchanged: fnad has one device per backend and no sharding."""
+    return x
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of `shape` and `dtype` whose values are unspecified (zeros here)."""
+    return full(tuple(shape), 0, dtype)  # noqa: F405
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+    """(values, indices) of the k largest along `reduction_dimension`, exactly (XLA's CPU
+    code computes the exact top k too; `recall_target` is accepted)."""
+    return _approx_k(operand, k, reduction_dimension, aggregate_to_topk, largest=True)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+    """(values, indices) of the k smallest along `reduction_dimension`, exactly."""
+    return _approx_k(operand, k, reduction_dimension, aggregate_to_topk, largest=False)
+
+
+def _approx_k(operand, k, dim, aggregate, largest: bool):
+    nd = _get_aval(operand).ndim
+    dim = _operator.index(dim) % nd
+    x = operand if dim == nd - 1 else _moveaxis(operand, dim, nd - 1)
+    vals, idx = top_k(x if largest else neg(x), k)  # noqa: F405
+    vals = vals if largest else neg(vals)  # noqa: F405
+    if dim != nd - 1:
+        vals, idx = _moveaxis(vals, nd - 1, dim), _moveaxis(idx, nd - 1, dim)
+    return vals, idx
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
+               group_offset=None, out_sharding=None):
+    """lhs [m, k] @ rhs[g] [k, n] for each group g of consecutive rows of lhs (the row
+    counts in `group_sizes` [G], which sum to at most m; rows past them give zeros):
+    a grouped matmul, as in mixture-of-experts layers."""
+    if group_offset is not None:
+        raise NotImplementedError("lax.ragged_dot: group_offset is not supported")
+    lv, rv = _get_aval(lhs), _get_aval(rhs)
+    if lv.ndim != 2 or rv.ndim != 3 or lv.shape[1] != rv.shape[1]:
+        raise ValueError(f"lax.ragged_dot: expected lhs [m, k] and rhs [g, k, n], got "
+                         f"{lv.shape} and {rv.shape}")
+    g, m = rv.shape[0], lv.shape[0]
+    ends = cumsum(group_sizes, axis=0)  # noqa: F405
+    idt = _get_aval(ends).dtype
+    row = broadcasted_iota(idt, (m, g), 0)  # noqa: F405
+    group = reduce_sum(convert_element_type(  # noqa: F405
+        ge(row, broadcast_in_dim(ends, (m, g), (1,))), idt), (1,))  # noqa: F405
+    out = dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision=precision,  # noqa: F405
+                      preferred_element_type=preferred_element_type)          # [m, g, n]
+    onehot = eq(broadcast_in_dim(group, (lv.shape[0], g), (0,)),  # noqa: F405
+                broadcasted_iota(_get_aval(group).dtype, (lv.shape[0], g), 1))  # noqa: F405
+    mask = convert_element_type(onehot, _get_aval(out).dtype)  # noqa: F405
+    return reduce_sum(mul(out, broadcast_in_dim(mask, _get_aval(out).shape, (0, 1))),  # noqa
+                      (1,))
+
+
+def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
+    """all_to_all with split and concat along `axis` (tiled): exchange the mapped axis with
+    `axis`, whose size must equal the axis size."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups,  # noqa
+                      tiled=True)
+
+
+def pshuffle(x, axis_name, perm):
+    """Member i gets member perm[i]'s `x` (ppermute with pairs (perm[i], i))."""
+    return ppermute(x, axis_name, [(src, dst) for dst, src in enumerate(perm)])  # noqa: F405
+
+
+def pbroadcast(x, axis_name, source: int):
+    """Every member gets member `source`'s `x`."""
+    def one(v):
+        return index_in_dim(all_gather(v, axis_name), source, 0, keepdims=False)  # noqa
+    return tree_util.tree_map(one, x)
+
+
+def platform_dependent(*args, default=None, **per_platform):
+    """The function for fnad's platform ("cpu"; the backends run on the host or, for
+    cuda, are dispatched by the array's backend) applied to `args`: per_platform["cpu"],
+    else `default`."""
+    fn = per_platform.get("cpu", default)
+    if fn is None:
+        raise NotImplementedError(f"lax.platform_dependent: no function for 'cpu' and no "
+                                  f"default (given: {sorted(per_platform)})")
+    return fn(*args)
+
+
+def _moveaxis(x, src: int, dst: int):
+    from fnad.primitives._batching import moveaxis
+    return moveaxis(x, src, dst)
+
+
+# Every primitive, under JAX's `<name>_p` (lax.sin_p, lax.dot_general_p, lax.psum_p ...).
+def _export_primitives():
+    import importlib
+    import sys
+    here = sys.modules[__name__]
+    for family in ("collectives", "control_flow", "convolution", "cumulative",
+                   "decompositions", "elementwise", "fft", "indexing", "linalg", "logic",
+                   "reductions", "shape_ops", "solves", "sorting", "windowed"):
+        mod = importlib.import_module(f"fnad.primitives.{family}")
+        for name, value in vars(mod).items():
+            if name.endswith("_p") and type(value) is _core.Primitive and \
+                    not hasattr(here, name):
+                setattr(here, name, value)
+
+
+_export_primitives()
+linear_solve_p = custom_linear_solve_p  # noqa: F405  (JAX's name for it)
