@@ -38,8 +38,9 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
 
 
 def __getattr__(name: str):
-    """`fnad.scipy` loads on first use (~5 ms that `import fnad` need not pay)."""
-    if name == "scipy":
+    """`fnad.scipy`, `fnad.image` and `fnad.flatten_util` load on first use (time that
+    `import fnad` need not pay)."""
+    if name in ("scipy", "image", "flatten_util"):
         import importlib
-        return importlib.import_module("fnad.scipy")
+        return importlib.import_module(f"fnad.{name}")
     raise AttributeError(f"module 'fnad' has no attribute {name!r}")
