@@ -487,10 +487,14 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def jvp_jaxpr(closed, nonzeros: Sequence[bool], instantiate_outs: bool | Sequence[bool]):
     """The JVP of a ClosedJaxpr (no consts) as a new ClosedJaxpr.
 
-    Inputs: the primals, then a tangent for each input marked in `nonzeros`.
-    Outputs: the primal outputs, then a tangent for each output whose tangent is not
-    a symbolic zero or is marked in `instantiate_outs` (integer outputs never get one).
-    Returns (jvp_closed, out_nonzeros).
+    Inputs: the hoisted constants, the primals, then a tangent for each input marked in
+    `nonzeros`. Outputs: the primal outputs, then a tangent for each output whose tangent
+    is not a symbolic zero or is marked in `instantiate_outs` (integer outputs never get
+    one). Returns (jvp_closed, out_nonzeros, consts).
+
+    The constants are arrays that custom_jvp/custom_vjp rules create while the JVP is
+    traced (the rules are Python, run anew): the caller passes them as leading operands,
+    with no tangent, as it does for the values a traced function closes over.
     """
     from fnad.tracing import trace_to_subjaxpr
     jaxpr = closed.jaxpr
@@ -517,8 +521,7 @@ def jvp_jaxpr(closed, nonzeros: Sequence[bool], instantiate_outs: bool | Sequenc
 
     tan_avals = [a.to_tangent_aval() for a, nz in zip(in_avals, nonzeros) if nz]
     out, consts = trace_to_subjaxpr(f, in_avals + tan_avals, "jvp of a sub-jaxpr")
-    assert not consts, "a sub-jaxpr's JVP closes over nothing"
-    return out, out_nz_box[0]
+    return out, out_nz_box[0], consts
 
 
 def transpose_jaxpr_fn(jaxpr: Jaxpr, linear: Sequence[bool]) -> Callable:

@@ -105,9 +105,9 @@ def _to_buffer(x, be):
 def jit_jvp(primals, tangents, *, jaxpr, name, backend):
     from fnad.ad import jvp_jaxpr
     nz = [type(t) is not Zero for t in tangents]
-    jvp, out_nz = jvp_jaxpr(jaxpr, nz, False)
-    outs = jit_p.bind(*primals, *[t for t in tangents if type(t) is not Zero], jaxpr=jvp,
-                      name=f"jvp({name})", backend=backend)
+    jvp, out_nz, consts = jvp_jaxpr(jaxpr, nz, False)
+    outs = jit_p.bind(*consts, *primals, *[t for t in tangents if type(t) is not Zero],
+                      jaxpr=jvp, name=f"jvp({name})", backend=backend)
     n = len(jaxpr.out_avals)
     it = iter(outs[n:])
     return outs[:n], [next(it) if z else Zero(a.to_tangent_aval())

@@ -277,11 +277,18 @@ def cond_jvp(primals, tangents, *, branches):
     nz = [type(t) is not Zero for t in tangents[1:]]
     out_nz = [False] * len(branches[0].out_avals)
     for b in branches:
-        _, b_nz = jvp_jaxpr(b, nz, False)
+        _, b_nz, _ = jvp_jaxpr(b, nz, False)
         out_nz = [x or y for x, y in zip(out_nz, b_nz)]
-    jvps = tuple(jvp_jaxpr(b, nz, out_nz)[0] for b in branches)
+    results = [jvp_jaxpr(b, nz, out_nz) for b in branches]
+    # Each branch's JVP takes its own hoisted constants first; every branch is given
+    # all of them (the others' unused), so that the branches keep one signature.
+    const_avals = [[get_aval(c) for c in r[2]] for r in results]
+    jvps = tuple(_with_extra_invars(_with_extra_invars(
+        r[0], [a for cs in const_avals[k + 1:] for a in cs], len(const_avals[k])),
+        [a for cs in const_avals[:k] for a in cs], 0) for k, r in enumerate(results))
     tans = [t for t, n in zip(tangents[1:], nz) if n]
-    outs = cond_p.bind(index, *ops, *tans, branches=jvps)
+    consts = [c for r in results for c in r[2]]
+    outs = cond_p.bind(index, *consts, *ops, *tans, branches=jvps)
     n = len(out_nz)
     it = iter(outs[n:])
     out_tans = [next(it) if z else Zero(a.to_tangent_aval())
@@ -342,13 +349,16 @@ def cond_transpose(cts, index, *ops, branches):
     out_avals = branches[0].out_avals
     cts = [_instantiate(ct, a) for ct, a in zip(cts, out_avals)]
     in_avals = [get_aval(x) for x in nonlin] + [get_aval(ct) for ct in cts]
-    transposed = []
-    for b in branches:
-        t, consts = trace_to_subjaxpr(transpose_jaxpr_fn(b.jaxpr, linear), in_avals,
-                                      "transpose of a cond branch")
-        assert not consts
-        transposed.append(t)
-    res = iter(cond_p.bind(index, *nonlin, *cts, branches=tuple(transposed)))
+    traced = [trace_to_subjaxpr(transpose_jaxpr_fn(b.jaxpr, linear), in_avals,
+                                "transpose of a cond branch") for b in branches]
+    # Constants a custom rule's bwd created lead each branch's operands; every branch is
+    # given all of them (the others' unused), so that the branches keep one signature.
+    const_avals = [[get_aval(c) for c in consts] for _, consts in traced]
+    transposed = tuple(_with_extra_invars(_with_extra_invars(
+        t, [a for cs in const_avals[k + 1:] for a in cs], len(const_avals[k])),
+        [a for cs in const_avals[:k] for a in cs], 0) for k, (t, _) in enumerate(traced))
+    hoisted = [c for _, consts in traced for c in consts]
+    res = iter(cond_p.bind(index, *hoisted, *nonlin, *cts, branches=transposed))
     return [None] + [next(res) if lin else None for lin in linear]
 
 
@@ -523,21 +533,24 @@ def scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse
     const_nz, init_nz, xs_nz = _split_list(nz, num_consts, num_carry)
     carry_nz = init_nz
     for _ in range(num_carry + 1):                  # carries with a tangent: a fixed point
-        _, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * n_ys)
+        _, out_nz, _ = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                 carry_nz + [False] * n_ys)
         new = [a or b for a, b in zip(carry_nz, out_nz[:num_carry])]
         if new == carry_nz:
             break
         carry_nz = new
-    jvp, out_nz = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * n_ys)
+    jvp, out_nz, hoisted = jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz,
+                                     carry_nz + [False] * n_ys)
     ys_nz = out_nz[num_carry:]
-    # jvp's layout: [consts, carry, xs, const tans, carry tans, xs tans] ->
-    #               [consts, const tans, carry, carry tans, xs, xs tans]
+    # jvp's layout: [hoisted, consts, carry, xs, const tans, carry tans, xs tans] ->
+    #               [hoisted, consts, const tans, carry, carry tans, xs, xs tans]
+    nh = len(hoisted)
     n_in = num_consts + num_carry + len(xs_nz)
     nc, ncc, nx = sum(const_nz), sum(carry_nz), sum(xs_nz)
-    idx = list(range(n_in + nc + ncc + nx))
-    p_c, p_car, p_x, t_c, t_car, t_x = _split_list(idx, num_consts, num_carry, len(xs_nz),
-                                                   nc, ncc)
-    jvp = _permute_invars(jvp, p_c + t_c + p_car + t_car + p_x + t_x)
+    idx = list(range(nh + n_in + nc + ncc + nx))
+    p_h, p_c, p_car, p_x, t_c, t_car, t_x = _split_list(idx, nh, num_consts, num_carry,
+                                                        len(xs_nz), nc, ncc)
+    jvp = _permute_invars(jvp, p_h + p_c + t_c + p_car + t_car + p_x + t_x)
     # outputs: [carry, ys, carry tans, ys tans] -> [carry, carry tans, ys, ys tans]
     o_car, o_y, o_tcar, o_ty = _split_list(list(range(len(jvp.out_avals))), num_carry, n_ys,
                                            ncc)
@@ -545,10 +558,10 @@ def scan_jvp(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse
     consts, init, xs = _split_list(primals, num_consts, num_carry)
     t_consts, t_init, t_xs = _split_list(tangents, num_consts, num_carry)
     init_avals = jaxpr.in_avals[num_consts:num_consts + num_carry]
-    args = (consts + [t for t, z in zip(t_consts, const_nz) if z] + init +
+    args = (list(hoisted) + consts + [t for t, z in zip(t_consts, const_nz) if z] + init +
             [_instantiate(t, a) for t, a, z in zip(t_init, init_avals, carry_nz) if z] +
             xs + [t for t, z in zip(t_xs, xs_nz) if z])
-    outs = scan_p.bind(*args, jaxpr=jvp, num_consts=num_consts + nc,
+    outs = scan_p.bind(*args, jaxpr=jvp, num_consts=nh + num_consts + nc,
                        num_carry=num_carry + ncc, length=length, reverse=reverse,
                        unroll=unroll)
     carry, t_carry, ys, t_ys = _split_list(outs, num_carry, ncc, n_ys)
@@ -643,9 +656,10 @@ def scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, un
              [get_aval(x).update(shape=get_aval(x).shape[1:]) for x in nl_xs] +
              [a.to_tangent_aval() for a in out_avals[num_carry:]])
     closed, hoisted = trace_to_subjaxpr(step, avals, "transpose of a scan body")
-    assert not hoisted
-    outs = scan_p.bind(*nl_consts, *[_zeros(a) for a in lin_const_avals], *ct_carry, *nl_xs,
-                       *ct_ys, jaxpr=closed, num_consts=n_nlc, num_carry=n_lc + num_carry,
+    # `hoisted`: constants a custom rule's bwd created in the body: more scan consts
+    outs = scan_p.bind(*hoisted, *nl_consts, *[_zeros(a) for a in lin_const_avals],
+                       *ct_carry, *nl_xs, *ct_ys, jaxpr=closed,
+                       num_consts=len(hoisted) + n_nlc, num_carry=n_lc + num_carry,
                        length=length, reverse=not reverse, unroll=unroll)
     ct_lc, ct_init, ct_lx = _split_list(outs, n_lc, num_carry)
     it_c, it_x = iter(ct_lc), iter(ct_lx)
@@ -873,26 +887,28 @@ def while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_n
     n = len(init_nz)
     carry_nz = init_nz
     for _ in range(n + 1):
-        _, out_nz = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
+        _, out_nz, _ = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
         new = [a or b for a, b in zip(carry_nz, out_nz)]
         if new == carry_nz:
             break
         carry_nz = new
-    body, _ = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
+    body, _, hoisted = jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
+    nh = len(hoisted)                                  # the body's new constants lead
     nbc, ncar = sum(bconst_nz), sum(carry_nz)
-    idx = list(range(body_nconsts + n + nbc + ncar))
-    p_c, p_car, t_c, t_car = _split_list(idx, body_nconsts, n, nbc)
-    body = _permute_invars(body, p_c + t_c + p_car + t_car)
+    idx = list(range(nh + body_nconsts + n + nbc + ncar))
+    p_h, p_c, p_car, t_c, t_car = _split_list(idx, nh, body_nconsts, n, nbc)
+    body = _permute_invars(body, p_h + p_c + t_c + p_car + t_car)
     car_avals = body_jaxpr.out_avals
     tan_avals = [a.to_tangent_aval() for a, z in zip(car_avals, carry_nz) if z]
     cond = _with_extra_invars(cond_jaxpr, tan_avals, len(cond_jaxpr.in_avals))
     cconsts, bconsts, init = _split_list(primals, cond_nconsts, body_nconsts)
     _, t_bconsts, t_init = _split_list(tangents, cond_nconsts, body_nconsts)
-    outs = while_p.bind(*cconsts, *bconsts, *[t for t, z in zip(t_bconsts, bconst_nz) if z],
+    outs = while_p.bind(*cconsts, *hoisted, *bconsts,
+                        *[t for t, z in zip(t_bconsts, bconst_nz) if z],
                         *init, *[_instantiate(t, a) for t, a, z in zip(t_init, car_avals,
                                                                        carry_nz) if z],
                         cond_jaxpr=cond, body_jaxpr=body, cond_nconsts=cond_nconsts,
-                        body_nconsts=body_nconsts + nbc)
+                        body_nconsts=nh + body_nconsts + nbc)
     it = iter(outs[n:])
     return outs[:n], [next(it) if z else Zero(a.to_tangent_aval())
                       for z, a in zip(carry_nz, car_avals)]

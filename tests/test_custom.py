@@ -812,3 +812,58 @@ def test_closure_convert_hoists_traced_values_only(jax):
     assert float(conv((3.0, 4.0))["s"]) == 7.0
     with pytest.raises(TypeError, match="structure"):
         conv([3.0, 4.0])
+
+
+# ---- rules that create array constants, re-run while a sub-jaxpr is transformed ---------
+def _const_rules():
+    """A custom_jvp and a custom_vjp whose rules build array constants: when jit's, scan's,
+    cond's or while's body is differentiated, the rules run again and their constants
+    must become operands of the transformed sub-jaxpr (they were an assertion error)."""
+    import fnad.numpy as jnp
+
+    @fnad.custom_jvp
+    def h(x):
+        return jnp.sin(x)
+
+    @h.defjvp
+    def h_jvp(p, t):
+        return h(p[0]), t[0] * jnp.cos(p[0]) * jnp.array([1.0, 2.0])
+
+    @fnad.custom_vjp
+    def q(x):
+        return x * 2.0
+
+    def q_fwd(x):
+        return x * jnp.array([2.0, 2.0]), x
+
+    def q_bwd(r, g):
+        return (g * jnp.array([1.0, 3.0]) * r,)
+    q.defvjp(q_fwd, q_bwd)
+    return h, q
+
+
+def test_rules_that_create_constants_inside_jit_scan_cond_and_while():
+    from fnad import lax
+    h, q = _const_rules()
+    x = np.array([1.0, 1.0], np.float32)
+    np.testing.assert_allclose(fnad.grad(fnad.jit(lambda v: h(v).sum()))(x), np.cos(x) * [1, 2])
+    np.testing.assert_allclose(fnad.grad(fnad.jit(lambda v: q(v).sum()))(x), [1.0, 3.0])
+
+    def scanned(v):
+        return lax.scan(lambda c, _: (q(c), c.sum()), v, None, length=3)[0].sum()
+    want = np.array([8.0, 216.0])          # ct through r = 4x, 2x, x with bwd's [1, 3]
+    for f in (fnad.grad(scanned), fnad.jit(fnad.grad(scanned))):
+        np.testing.assert_allclose(f(x), want)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(scanned))(np.stack([x, 2 * x])),
+                               [want, want * 8])              # r triples in x: 2³
+    c = 0.3 * x
+    for p in (True, False):
+        g = fnad.grad(lambda v: lax.cond(p, lambda u: h(u).sum(), lambda u: q(u).sum(), v))(c)
+        np.testing.assert_allclose(g, np.cos(c) * [1, 2] if p else c * [1, 3], rtol=1e-6)
+    _, tan = fnad.jvp(lambda v: lax.while_loop(lambda s: s[1] < 2,
+                                               lambda s: (h(s[0]), s[1] + 1), (v, 0))[0],
+                      (c,), (np.ones(2, np.float32),))
+    s1 = np.sin(c)
+    np.testing.assert_allclose(tan, np.cos(s1) * np.cos(c) * [1, 4], rtol=1e-6)
+    sc = fnad.grad(lambda v: lax.scan(lambda cc, _: (h(cc), 0.0), v, None, length=2)[0].sum())
+    np.testing.assert_allclose(sc(c), np.cos(np.sin(c)) * np.cos(c) * [1, 4], rtol=1e-6)
