@@ -1,0 +1,1 @@
+"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`)."""
