@@ -318,14 +318,18 @@ def _gamma_one(key, alpha, log_space: bool):
 
 
 def _gamma_raw(key, a, log_space: bool):
-    """Gamma draws for every entry of `a`, the i-th (row-major) from split(key, a.size)[i];
-    under jax's implicit-reparameterization gradient fnad has no rule: differentiating with
-    respect to `a` raises."""
+    """Gamma draws for every entry of `a`, the i-th (row-major) from split(key, a.size)[i],
+    differentiable in `a` by jax's implicit reparameterization: with u = P(a, x) held fixed
+    (P the regularized incomplete gamma function, the CDF the sample inverts),
+
+        dx/da = -(∂P/∂a) / (∂P/∂x) = lax.random_gamma_grad(a, x)
+        d log x / da = random_gamma_grad(a, x) / x   (log_space; x = exp(log x), or the
+                                                      smallest normal float where that is 0)
+    """
     from fnad.batching import vmap                                  # fnad.batching imports us
     from fnad.custom import custom_jvp
 
-    @custom_jvp
-    def draw(a):
+    def sample(a):
         n = a.size
         if n == 0:
             return a
@@ -333,13 +337,20 @@ def _gamma_raw(key, a, log_space: bool):
         flat = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax.reshape(a, (n,)))
         return lax.reshape(flat, a.shape)
 
+    @custom_jvp
+    def draw(a):
+        return sample(a)
+
     @draw.defjvp
     def draw_jvp(primals, tangents):
-        raise NotImplementedError(
-            "fnad.random.gamma (and loggamma, beta, dirichlet, chisquare, f, t): the "
-            "gradient with respect to the shape parameter (jax's implicit reparameterization "
-            "through random_gamma_grad) is not implemented in fnad; wrap the parameter in "
-            "lax.stop_gradient if you only need gradients elsewhere")
+        (a,), (a_dot,) = primals, tangents
+        out = draw(a)                       # not sample(a): a second derivative comes here
+        if not log_space:
+            return out, lax.mul(a_dot, lax.random_gamma_grad(a, out))
+        x = lax.exp(out)
+        x = lax.select(lax.eq(x, 0.0), jnp.full(x.shape, _dtypes.finfo(x.dtype).tiny, x.dtype),
+                       x)
+        return out, lax.mul(a_dot, lax.div(lax.random_gamma_grad(a, x), x))
     return draw(a)
 
 
@@ -357,7 +368,8 @@ def _gamma_sampler(name: str, key, a, shape, dtype, log_space: bool):
 
 def gamma(key, a, shape: Sequence[int] | None = None, dtype=None):
     """Gamma(a, 1) floats, jax's Marsaglia–Tsang rejection sampler (one while loop per
-    entry, vectorised by vmap); shape defaults to a's. Not differentiable in `a`."""
+    entry, vectorised by vmap); shape defaults to a's. Differentiable in `a` (implicit
+    reparameterization through lax.random_gamma_grad, as jax)."""
     return _gamma_sampler("gamma", key, a, shape, dtype, log_space=False)
 
 
@@ -413,7 +425,7 @@ def f(key, dfnum, dfden, shape: Sequence[int] | None = None, dtype=None):
     dtype = _float_dtype("f", dtype)
     shape = _param_shape("f", shape, dfnum, dfden)
     _check_safe_cast("f", dtype, dfnum, dfden)
-    dfnum, dfden = _as(dfnum, dtype), _as(dfden, dtype)
+    dfnum, dfden = _bcast(_as(dfnum, dtype), shape), _bcast(_as(dfden, dtype), shape)
     key_den, key_num = split(k)
     num = lax.div(chisquare(key_num, dfnum, shape, dtype), dfnum)
     den = lax.div(chisquare(key_den, dfden, shape, dtype), dfden)
@@ -428,7 +440,7 @@ def t(key, df, shape: Sequence[int] | None = None, dtype=None):
     _check_safe_cast("t", dtype, df)
     key_n, key_g = split(k)
     z = normal(key_n, shape, dtype)
-    half_df = lax.div(_as(df, dtype), 2.0)
+    half_df = _bcast(lax.div(_as(df, dtype), 2.0), shape)
     g = gamma(key_g, half_df, shape, dtype)
     return lax.mul(z, lax.sqrt(lax.div(half_df, g)))
 

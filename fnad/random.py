@@ -6,7 +6,9 @@ orthogonal import fnad.batching, fnad.custom and fnad.initializers inside the ca
 import this module). Everything is written with fnad.lax ops, so it runs eagerly and under
 fnad's transformations. The other distributions (cauchy ... gamma, dirichlet, geometric)
 are in fnad/_random_dists.py, re-exported here: jax.random's own formulas on the same
-draws, so they track jax's values to a few ulp.
+draws, so they track jax's values to a few ulp; poisson, binomial and multinomial
+(jax's rejection and inversion samplers, the same counts for the same key) are in
+fnad/_random_counts.py.
 
 Keys are always *raw* uint32[2] arrays (jax's legacy `PRNGKey` form). `key(seed)`
 returns that same raw array: fnad has no typed key dtype (jax's `key` returns a
@@ -33,13 +35,14 @@ from fnad import lax
 from fnad import numpy as jnp
 from fnad.config import config
 
-__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare",
-           "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in",
-           "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype",
-           "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
-           "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "rademacher",
-           "randint", "rayleigh", "split", "t", "threefry2x32", "threefry_2x32", "triangular",
-           "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data"]
+__all__ = ["PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+           "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential",
+           "f", "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key",
+           "key_data", "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal",
+           "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
+           "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t",
+           "threefry2x32", "threefry_2x32", "triangular", "truncated_normal", "uniform", "wald",
+           "weibull_min", "wrap_key_data"]
 
 threefry_partitionable: bool = True           # jax 0.10's default jax_threefry_partitionable
 
@@ -536,3 +539,4 @@ from fnad._random_dists import (ball, beta, cauchy, chisquare, dirichlet,  # noq
                                 laplace, loggamma, logistic, lognormal, maxwell,
                                 multivariate_normal, orthogonal, pareto, rademacher, rayleigh,
                                 t, triangular, wald, weibull_min)
+from fnad._random_counts import binomial, multinomial, poisson  # noqa: E402

@@ -107,6 +107,10 @@ __all__ = [
     "lgamma",
     "digamma",
     "polygamma",
+    "igamma",
+    "igammac",
+    "igamma_grad_a",
+    "random_gamma_grad",
     "real",
     "imag",
     "complex",
@@ -661,6 +665,69 @@ def polygamma_jvp(primals, tangents):                  # d ψ⁽ᵐ⁾(x) = ψ�
     return out, mul(x_dot, polygamma(add(m, 1.0), x))
 jvp_rules[polygamma_p] = polygamma_jvp
 batch_rules[polygamma_p] = broadcasting_batch_rule(polygamma_p)
+
+# ---- incomplete gamma (floats only, as jax.lax) ---------------------------------------------
+#   P(a, x) = γ(a, x)/Γ(a) = 1/Γ(a)·∫₀ˣ t^(a-1)·e^(-t) dt  (igamma),  Q = 1 - P  (igammac)
+#   ∂P/∂x = x^(a-1)·e^(-x)/Γ(a) = exp((a - 1)·log x - x - lgamma(a))
+#   ∂P/∂a has no closed form: igamma_grad_a (a series or continued fraction, in the backends)
+#   random_gamma_grad(a, x) = dx/da along P(a, x) = u fixed, the implicit reparameterization
+#   gradient of a Gamma(a) sample x: -(∂P/∂a)/(∂P/∂x)
+# igamma_grad_a and random_gamma_grad are not differentiable (jax has no rule either).
+def _igamma_partial_x(a, x):                           # ∂P/∂x
+    return exp(sub(sub(mul(sub(a, 1.0), log(x)), x), lgamma(a)))
+
+
+igamma_p = Primitive("igamma")
+def igamma(a, x): return igamma_p.bind(*promote_scalars(a, x))
+
+abstract_eval_rules[igamma_p] = naryop_abstract_eval("igamma", (FLOAT,))
+def igamma_jvp(primals, tangents):                     # dP = ∂P/∂a·da + ∂P/∂x·dx
+    (a, x), (a_dot, x_dot) = primals, tangents
+    out = igamma(a, x)
+    return out, _out_shaped(add_tangents(
+        mul(a_dot, igamma_grad_a(a, x)) if nonzero(a_dot) else None,
+        mul(x_dot, _igamma_partial_x(a, x)) if nonzero(x_dot) else None), out)
+jvp_rules[igamma_p] = igamma_jvp
+batch_rules[igamma_p] = broadcasting_batch_rule(igamma_p)
+
+igammac_p = Primitive("igammac")
+def igammac(a, x): return igammac_p.bind(*promote_scalars(a, x))
+
+abstract_eval_rules[igammac_p] = naryop_abstract_eval("igammac", (FLOAT,))
+def igammac_jvp(primals, tangents):                    # dQ = -dP
+    (a, x), (a_dot, x_dot) = primals, tangents
+    out = igammac(a, x)
+    return out, _out_shaped(add_tangents(
+        neg(mul(a_dot, igamma_grad_a(a, x))) if nonzero(a_dot) else None,
+        neg(mul(x_dot, _igamma_partial_x(a, x))) if nonzero(x_dot) else None), out)
+jvp_rules[igammac_p] = igammac_jvp
+batch_rules[igammac_p] = broadcasting_batch_rule(igammac_p)
+
+
+def _not_differentiable(prim):
+    def rule(primals, tangents):
+        if any(nonzero(t) for t in tangents):
+            raise NotImplementedError(
+                f"{prim.name} is not differentiable (as in jax), so neither are second "
+                f"derivatives through it: of lax.igamma/igammac in a, of gamma-family "
+                f"samples in their shape parameter")
+        return prim.bind(*primals), None
+    return rule
+
+
+igamma_grad_a_p = Primitive("igamma_grad_a")
+def igamma_grad_a(a, x): return igamma_grad_a_p.bind(*promote_scalars(a, x))
+
+abstract_eval_rules[igamma_grad_a_p] = naryop_abstract_eval("igamma_grad_a", (FLOAT,))
+jvp_rules[igamma_grad_a_p] = _not_differentiable(igamma_grad_a_p)
+batch_rules[igamma_grad_a_p] = broadcasting_batch_rule(igamma_grad_a_p)
+
+random_gamma_grad_p = Primitive("random_gamma_grad")
+def random_gamma_grad(a, x): return random_gamma_grad_p.bind(*promote_scalars(a, x))
+
+abstract_eval_rules[random_gamma_grad_p] = naryop_abstract_eval("random_gamma_grad", (FLOAT,))
+jvp_rules[random_gamma_grad_p] = _not_differentiable(random_gamma_grad_p)
+batch_rules[random_gamma_grad_p] = broadcasting_batch_rule(random_gamma_grad_p)
 
 # ---- complex parts -------------------------------------------------------------------------
 real_p = Primitive("real")

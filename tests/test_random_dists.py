@@ -1,6 +1,7 @@
 """fnad.random's distributions beyond uniform/normal (cauchy ... t, gamma, geometric) against
 jax.random, the oracle: the same key gives jax's values to a few ulp (fnad's log / erf_inv /
-tan differ from XLA's in the last bits); moments on 10k samples; errors; jit and vmap."""
+tan differ from XLA's in the last bits); moments on 10k samples; errors; jit and vmap; the
+gamma family's gradients in its shape parameters against jax's."""
 from __future__ import annotations
 
 import numpy as np
@@ -193,8 +194,9 @@ def test_errors():
     raises_with(lambda: fr.multivariate_normal(k, _MEAN, _COV, method="eigh"), "'eigh'",
                 "method='cholesky'", exc=NotImplementedError)
     raises_with(lambda: fr.cauchy(np.zeros(3, np.uint32)), "raw PRNG key", exc=TypeError)
-    raises_with(lambda: fnad.grad(lambda s: fr.gamma(k, s))(2.0), "implicit reparameterization",
-                exc=NotImplementedError)
+    # the first derivative in `a` is jax's implicit one; random_gamma_grad has none (as jax)
+    raises_with(lambda: fnad.grad(fnad.grad(lambda s: fr.gamma(k, s)))(2.0),
+                "random_gamma_grad is not differentiable", exc=NotImplementedError)
 
 
 # ---- transformations -------------------------------------------------------------------------
@@ -223,3 +225,77 @@ def test_grad_through_location_and_scale_parameters():
     got = fnad.grad(lambda s: fr.gamma(k, fnad.lax.stop_gradient(2.0) * 1.0, (4,)).sum() * s)(
         1.5)
     assert np.isfinite(a(got))
+
+
+# ---- the gamma family's gradient in its shape parameters -------------------------------------
+# jax differentiates a Gamma(a) draw x implicitly: dx/da = -(∂P/∂a)/(∂P/∂x) at fixed key
+# (lax.random_gamma_grad); fnad's custom JVP computes the same, so for the same key the
+# gradients of losses through gamma, loggamma, beta, dirichlet (and chisquare, t, f, which
+# build on them) equal jax's to float32 tolerance.
+_W = np.linspace(-1.0, 2.0, 10).reshape(2, 5).astype(np.float32)
+GRADS = {
+    "gamma": (lambda r, k, x: (r.gamma(k, x, (2, 5)) * _W).sum(), _A),
+    "loggamma": (lambda r, k, x: (r.loggamma(k, x, (2, 5)) * _W).sum(), _A),
+    "beta": (lambda r, k, x: (r.beta(k, x, x[::-1], (2, 5)) * _W).sum(), _A),
+    "dirichlet": (lambda r, k, x: (r.dirichlet(k, x, (2,)) * _W).sum(), _A),
+    "chisquare": (lambda r, k, x: (r.chisquare(k, x, (2, 5)) * _W).sum(), 4 * _A),
+    "t": (lambda r, k, x: (r.t(k, x, (2, 5)) * _W).sum(), 4 * _A + 1),
+    # (jax's f cannot broadcast dfnum to a larger shape: a lax.div of unequal ranks)
+    "f": (lambda r, k, x: (r.f(k, x, 3.0) * _W[0]).sum(), 4 * _A + 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_gradient_in_the_shape_parameter_matches_jax(name):
+    loss, x = GRADS[name]
+    for seed in (0, 9):
+        got = fnad.grad(lambda v: loss(fr, fr.PRNGKey(seed), v))(x)
+        want = jax.grad(lambda v: loss(jr, jr.PRNGKey(seed), v))(x)
+        np.testing.assert_allclose(a(got), a(want), rtol=2e-4, atol=1e-6,
+                                   err_msg=f"{name} seed {seed}")
+
+
+def test_gamma_gradient_is_the_implicit_derivative():
+    """dx/da = -(∂P/∂a)/(∂P/∂x) at each draw x, with ∂P/∂a from central differences of
+    scipy's gammainc (float64); and, as a reparameterization gradient must, its mean over
+    many draws is d/da E[x] = 1 (d/da E[log x] = ψ'(a) for loggamma). It is not the
+    derivative of the Marsaglia–Tsang draw at a fixed key: that maps the key's bits to x by
+    another path than the inverse CDF."""
+    from scipy import special
+    from checks import x64_everywhere
+    alpha = np.array([0.05, 0.3, 0.9, 1.0, 2.5, 8.0, 60.0])
+    with x64_everywhere():
+        x, slope = fnad.jvp(lambda v: fr.gamma(fr.PRNGKey(4), v), (alpha,),
+                            (np.ones_like(alpha),))
+        x, h = a(x), 1e-6 * alpha
+        dp_da = (special.gammainc(alpha + h, x) - special.gammainc(alpha - h, x)) / (2 * h)
+        dp_dx = np.exp((alpha - 1) * np.log(x) - x - special.gammaln(alpha))
+        np.testing.assert_allclose(a(slope), -dp_da / dp_dx, rtol=1e-6)
+        want = jax.jvp(lambda v: jr.gamma(jr.PRNGKey(4), v), (alpha,), (np.ones_like(alpha),))
+        np.testing.assert_allclose(a(slope), a(want[1]), rtol=1e-9)
+    n = 4000
+    for name, a0, mean in (("gamma", 2.5, 1.0), ("gamma", 0.4, 1.0),
+                           ("loggamma", 0.4, special.polygamma(1, 0.4))):
+        _, g = fnad.jvp(lambda v, name=name: getattr(fr, name)(fr.PRNGKey(8), v),
+                        (np.full(n, a0, np.float32),), (np.ones(n, np.float32),))
+        g = a(g).astype(np.float64)
+        assert abs(g.mean() - mean) < 5 * g.std() / np.sqrt(n), (name, a0, g.mean(), mean)
+
+
+def test_gamma_gradient_under_jit_and_vmap():
+    loss = GRADS["beta"][0]
+    x = _A[1:3]                                                     # [2] -> a, b [2, 5]
+
+    def g(k, v):
+        return fnad.grad(lambda u: loss(fr, k, u[:, None] * np.ones(5, np.float32)))(v)
+
+    def jg(k, v):
+        return jax.grad(lambda u: loss(jr, k, u[:, None] * np.ones(5, np.float32)))(v)
+    keys, jkeys = fr.split(fr.PRNGKey(2), 2), jr.split(jr.PRNGKey(2), 2)
+    want = a(jax.vmap(jg, in_axes=(0, None))(jkeys, x))
+    np.testing.assert_allclose(a(fnad.vmap(g, in_axes=(0, None))(keys, x)), want,
+                               rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(a(fnad.jit(g)(keys[0], x)), want[0], rtol=2e-4, atol=1e-6)
+    got = fnad.vmap(fnad.grad(lambda v, k: fr.gamma(k, v)), in_axes=(None, 0))(2.0, keys)
+    want = jax.vmap(jax.grad(lambda v, k: jr.gamma(k, v)), in_axes=(None, 0))(2.0, jkeys)
+    np.testing.assert_allclose(a(got), a(want), rtol=2e-4)

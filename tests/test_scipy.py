@@ -106,6 +106,53 @@ def test_gamma_family_matches_jax():
 
 
 @needs_jax
+def test_incomplete_gamma_matches_jax_with_gradients():
+    """gammainc/gammaincc (lax.igamma/igammac) with jax's values, broadcasting and
+    derivatives in a (through lax.igamma_grad_a) and x; the edges 0, inf and NaN too."""
+    a = np.array([[0.05], [0.5], [1.0], [3.0], [40.0]], f32)                       # [5, 1]
+    x = np.array([0.0, 1e-3, 0.4, 1.0, 2.5, 30.0, 45.0, np.inf, np.nan], f32)      # [9]
+    for name in ("gammainc", "gammaincc"):
+        close(getattr(fs, name)(a, x), jit(getattr(js, name))(a, x), rtol=1e-5)
+        close(getattr(fs, name)(np.array([0.0, -1.0, np.inf], f32), f32(2.0)),
+              jit(getattr(js, name))(np.array([0.0, -1.0, np.inf], f32), f32(2.0)))
+        xs = x[1:7]
+        g = fnad.grad(lambda a, x, n=name: fnp.sum(getattr(fs, n)(a, x)), argnums=(0, 1))
+        gj = jit(jax.grad(lambda a, x, n=name: getattr(js, n)(a, x).sum(), argnums=(0, 1)))
+        for u, v in zip(g(a, xs), gj(a, xs)):
+            close(u, v, rtol=2e-4, atol=1e-6)        # jax's float32 ∂P/∂a loses ~1e-4
+    close(fs.gammainc(2, 3), jit(js.gammainc)(2, 3))                # ints -> float32
+    close(fnad.jit(fnad.vmap(fs.gammaincc))(a[:, 0], x[1:6]),
+          jax.vmap(js.gammaincc)(a[:, 0], x[1:6]), rtol=1e-5)
+
+
+@needs_jax
+def test_incomplete_gamma_in_float64_matches_jax_and_scipy(x64):
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.01, 50.0, 40)
+    x = rng.gamma(a)
+    for name, ref in (("gammainc", sp_special.gammainc), ("gammaincc", sp_special.gammaincc)):
+        close(getattr(fs, name)(a, x), ref(a, x), rtol=1e-12, atol=1e-300)
+        close(getattr(fs, name)(a, x), jit(getattr(js, name))(a, x), rtol=1e-9, atol=1e-300)
+    close(lax.igamma_grad_a(a, x), jax.lax.igamma_grad_a(a, x), rtol=1e-9)
+    close(lax.random_gamma_grad(a, x), jax.lax.random_gamma_grad(a, x), rtol=1e-9)
+
+
+def test_igamma_grad_a_against_mpmath(x64):
+    """The numpy reference's ∂P/∂a (XLA's series / continued fraction, run in float64)
+    against mpmath's derivative of its regularized incomplete gamma at 30 digits, on both
+    branches (x <= max(1, a): series; else the fraction) and for large a."""
+    mpmath = pytest.importorskip("mpmath", reason="mpmath is the high-precision reference")
+    mpmath.mp.dps = 30
+    a = np.array([0.02, 0.3, 0.3, 1.0, 2.5, 2.5, 9.0, 80.0, 80.0, 400.0])
+    x = np.array([0.01, 0.05, 4.0, 1.0, 0.7, 6.0, 9.5, 70.0, 95.0, 410.0])
+    want = [float(mpmath.diff(lambda t, xi=xi: mpmath.gammainc(t, 0, xi, regularized=True),
+                              ai)) for ai, xi in zip(a, x)]
+    close(lax.igamma_grad_a(a, x), np.array(want), rtol=1e-11, atol=0)
+    dp_dx = np.exp((a - 1) * np.log(x) - x - sp_special.gammaln(a))
+    close(lax.random_gamma_grad(a, x), -np.array(want) / dp_dx, rtol=1e-11, atol=0)
+
+
+@needs_jax
 def test_lax_gamma_family_in_float64_matches_jax(x64):
     x = X.astype(np.float64)
     close(lax.lgamma(x), jax.lax.lgamma(x), rtol=1e-12)
@@ -218,6 +265,14 @@ def test_errors_name_the_problem():
         fs.entr(np.ones(2, np.complex64))
     with pytest.raises(TypeError, match="lgamma: does not accept dtype int32"):
         lax.lgamma(np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match="igamma: does not accept dtype int32"):
+        lax.igamma(np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match="igamma: does not accept dtype complex64"):
+        fs.gammainc(np.ones(2, np.complex64), 1.0)
+    with pytest.raises(NotImplementedError, match="igamma_grad_a is not differentiable"):
+        fnad.grad(fnad.grad(lambda a: fs.gammainc(a, 2.0)))(1.5)
+    with pytest.raises(NotImplementedError, match="random_gamma_grad is not differentiable"):
+        fnad.jvp(lambda x: lax.random_gamma_grad(1.5, x), (2.0,), (1.0,))
 
 
 def test_import_fnad_does_not_load_scipy_package():

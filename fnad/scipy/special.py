@@ -1,7 +1,8 @@
 """fnad.scipy.special: special functions, as jax.scipy.special.
 
-Composed from fnad.lax primitives (erf, erf_inv, lgamma, digamma, polygamma) and
-fnad.numpy; imports neither SciPy nor a backend. Numerics and derivatives follow jax's:
+Composed from fnad.lax primitives (erf, erf_inv, lgamma, digamma, polygamma, igamma,
+igammac) and fnad.numpy; imports neither SciPy nor a backend. Numerics and derivatives
+follow jax's:
 
     xlogy(x, y) = x·log(y), 0 where x = 0 (NaN y still gives NaN); custom JVP
                   dx·log(y) + dy·x/y, as jax's (so its values at x = 0 are jax's too)
@@ -27,9 +28,9 @@ from fnad import nn as _nn
 from fnad.custom import custom_jvp
 from fnad.numpy._core import asarray, promote_args_inexact
 
-__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln",
-           "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-           "polygamma", "softmax", "xlog1py", "xlogy"]
+__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammainc",
+           "gammaincc", "gammaln", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "softmax", "xlog1py", "xlogy"]
 
 logsumexp = _nn.logsumexp                              # the same function, as in jax
 
@@ -59,6 +60,21 @@ def polygamma(n, x):
         raise ValueError("polygamma does not support complex-valued inputs.")
     n, x = jnp.broadcast_arrays(n, x)
     return lax.polygamma(n, x)
+
+
+def gammainc(a, x):
+    """P(a, x) = γ(a, x)/Γ(a), the regularized lower incomplete gamma function (lax.igamma):
+    differentiable in x, and in a through lax.igamma_grad_a (first order only: that has no
+    derivative, as in jax). NaN for a < 0, x < 0 or a = x = 0."""
+    a, x = promote_args_inexact("gammainc", a, x)
+    return lax.igamma(*jnp.broadcast_arrays(a, x))
+
+
+def gammaincc(a, x):
+    """Q(a, x) = 1 - P(a, x), the regularized upper incomplete gamma function (lax.igammac),
+    with gammainc's derivatives negated."""
+    a, x = promote_args_inexact("gammaincc", a, x)
+    return lax.igammac(*jnp.broadcast_arrays(a, x))
 
 
 def betaln(a, b):
