@@ -33,14 +33,35 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit",
            "jvp", "linear_transpose", "linearize", "local_device_count", "local_devices",
            "log_compiles", "make_jaxpr", "named_call", "named_scope", "numpy_rank_promotion",
-           "pmap", "pure_callback", "remat", "stop_gradient", "typeof", "value_and_grad", "vjp",
-           "vmap"]
+           "pmap", "print_environment_info", "pure_callback", "remat", "stop_gradient", "typeof",
+           "value_and_grad", "vjp", "vmap"]
 
 
 def __getattr__(name: str):
-    """`fnad.scipy`, `fnad.image` and `fnad.flatten_util` load on first use (time that
-    `import fnad` need not pay)."""
-    if name in ("scipy", "image", "flatten_util"):
+    """fnad's optional modules (`scipy`, `image`, `flatten_util`, `errors`, `typing`,
+    `experimental`) load on first use (time that `import fnad` need not pay)."""
+    if name in ("scipy", "image", "flatten_util", "errors", "typing", "experimental"):
         import importlib
         return importlib.import_module(f"fnad.{name}")
     raise AttributeError(f"module 'fnad' has no attribute {name!r}")
+
+
+def print_environment_info(return_string: bool = False):
+    """The versions of fnad, Python, NumPy, numba and jax (those installed), and the
+    backends; printed, or returned with return_string=True."""
+    import importlib.metadata
+    import platform
+    import sys
+    lines = [f"fnad:    {__version__}", f"python:  {sys.version.split()[0]}",
+             f"system:  {platform.platform()}"]
+    for pkg in ("numpy", "numba", "llvmlite", "jax", "jaxlib", "scipy"):
+        try:
+            lines.append(f"{pkg + ':':<8} {importlib.metadata.version(pkg)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"{pkg + ':':<8} (not installed)")
+    lines.append(f"default backend: {default_backend()}")
+    text = "\n".join(lines)
+    if return_string:
+        return text
+    print(text)
+    return None

@@ -1,0 +1,41 @@
+"""Small parts of the top-level API: fnad.errors and fnad.typing (jax.errors, jax.typing),
+fnad.experimental.enable_x64/disable_x64, print_environment_info."""
+import numpy as np
+import pytest
+
+import fnad
+import fnad.numpy as fnp
+
+
+def test_errors_are_the_ones_fnad_raises():
+    import fnad.errors as errors
+    with pytest.raises(errors.ConcretizationTypeError):
+        fnad.jit(lambda x: 1 if x > 0 else 0)(1.0)
+    with pytest.raises(errors.TracerBoolConversionError):
+        fnad.jit(lambda x: bool(x))(1.0)
+    with pytest.raises(errors.ShapeError):
+        fnad.lax.add(np.ones(2), np.ones(3))
+    assert issubclass(errors.TracerIntegerConversionError, errors.ConcretizationTypeError)
+    assert errors.JaxprTypeError.__module__ == "fnad.ir"
+
+
+def test_typing_and_x64_context():
+    from fnad.typing import ArrayLike, DTypeLike
+
+    def f(x: ArrayLike, dtype: DTypeLike = None) -> fnad.Array:
+        return fnp.asarray(x, dtype)
+    assert f(1.0).dtype == np.float32
+    from fnad.experimental import disable_x64, enable_x64
+    with enable_x64():
+        assert fnp.ones(2, "float64").dtype == np.float64
+        assert fnp.asarray(1.0).dtype == np.float64
+        with disable_x64():
+            assert fnp.asarray(1.0).dtype == np.float32
+    assert fnp.asarray(1.0).dtype == np.float32
+
+
+def test_print_environment_info(capsys):
+    text = fnad.print_environment_info(return_string=True)
+    assert f"fnad:    {fnad.__version__}" in text and "numpy:" in text
+    assert fnad.print_environment_info() is None
+    assert "python:" in capsys.readouterr().out
