@@ -145,3 +145,6 @@ _methods.install()
 del annotations
 from fnad.numpy import linalg  # noqa: E402,F401
 from fnad.numpy import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
+
+from fnad.numpy._ufunc_class import _builtin_ufuncs, frompyfunc, ufunc  # noqa: E402
+_builtin_ufuncs(globals())    # add, multiply, maximum ... become ufuncs (reduce, at, outer)
