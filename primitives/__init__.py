@@ -5,7 +5,8 @@ families: elementwise (arithmetic, transcendental, complex parts), logic
 (comparisons, bitwise, select_n, convert_element_type, stop_gradient),
 reductions (reduce_*, argmax/argmin), cumulative (cumsum, cumprod, cummax...),
 shape_ops (broadcast, reshape, slicing, padding, iota), linalg (dot_general),
-convolution (conv_general_dilated), decompositions (cholesky, triangular_solve, lu),
+convolution (conv_general_dilated), decompositions (cholesky, triangular_solve, lu, qr,
+geqrf, eigh, svd, eig),
 fft (fft: FFT, IFFT, RFFT, IRFFT),
 indexing (gather and the scatters), sorting (sort, top_k), windowed (reduce_window_sum,
 _max, _min: pooling), control_flow (cond, scan, while: the higher-order primitives, whose

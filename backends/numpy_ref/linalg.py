@@ -1,5 +1,7 @@
 """NumPy implementations of dot_general and the decompositions (cholesky, triangular_solve,
-lu: scipy LAPACK per matrix of the batch, NaNs where cholesky fails, as JAX).
+lu, qr, geqrf, eigh, svd, eig: scipy's LAPACK per matrix of the batch, the routines jax's
+CPU code calls: potrf, trsm, getrf, geqrf/geqp3 + orgqr/ungqr, syevd/heevd, gesdd, geev;
+NaNs where cholesky, eigh, svd or eig fail, as JAX).
 
 dot_general: one np.matmul (BLAS for float32/64, complex).
 
@@ -146,6 +148,130 @@ def _lu(x):
     return [x.copy(), np.zeros((*batch, k), np.int32), np.zeros((*batch, m), np.int32)]
 
 
+def _lapack(name: str, a):
+    """scipy's LAPACK routine `name` (its s/d/c/z flavour for a's dtype)."""
+    from scipy.linalg import lapack
+    return lapack.get_lapack_funcs((name,), (a,))[0]
+
+
+def _decomposition(x, one):
+    """one(matrix) -> tuple of arrays, over the batch of x [..., m, n]; float16/bfloat16
+    computed in float32 and the floating results cast back to x's dtype."""
+    x = np.asarray(x)
+    batch, cdt = x.shape[:-2], _compute_dtype(x.dtype)
+
+    def cast(r):
+        return r.astype(x.dtype, copy=False) if r.dtype == cdt else r
+    if math.prod(batch) == 0:                          # no matrix: shapes from a zero one
+        res = one(np.zeros(x.shape[-2:], cdt))
+        return [np.empty(batch + r.shape, cast(r).dtype) for r in res]
+    outs = _per_matrix(batch, lambda a: one(a.astype(cdt, copy=False)), x)
+    return [cast(o) for o in outs]
+
+
+def _householder_q(a, taus, cols: int):
+    """The first `cols` columns of Q from geqrf's reflectors in a [m, n] (orgqr/ungqr)."""
+    m, k = a.shape[0], taus.shape[0]
+    if cols > a.shape[1]:                              # full Q of a tall matrix: pad
+        a = np.concatenate([a, np.zeros((m, cols - a.shape[1]), a.dtype)], axis=1)
+    a = a[:, :cols]
+    if k == 0:
+        return np.eye(m, cols, dtype=a.dtype)
+    orgqr = _lapack("ungqr" if a.dtype.kind == "c" else "orgqr", a)
+    q, _, _ = orgqr(a, taus)
+    return q
+
+
+def _qr(x, *, pivoting, full_matrices):
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+    kq = m if full_matrices else k
+
+    def one(a):
+        if a.size == 0:                                # as jax: q = I, r = 0, p = 0
+            res = (np.eye(m, kq, dtype=a.dtype), np.zeros((kq, n), a.dtype))
+            return res + (np.zeros(n, np.int32),) if pivoting else res
+        if pivoting:
+            r, jpvt, taus, _, _ = _lapack("geqp3", a)(a)
+        else:
+            r, taus, _, _ = _lapack("geqrf", a)(a)
+        q = _householder_q(r, taus, kq)
+        r = np.triu(r[:kq])
+        return (q, r, (jpvt - 1).astype(np.int32)) if pivoting else (q, r)
+    return _decomposition(x, one)
+
+
+def _geqrf(x):
+    def one(a):
+        if a.size == 0:
+            return a.copy(), np.zeros(min(a.shape), a.dtype)
+        r, taus, _, _ = _lapack("geqrf", a)(a)
+        return r, taus
+    return _decomposition(x, one)
+
+
+def _eigh(x, *, lower, sort_eigenvalues):            # syevd/heevd always sort ascending
+    def one(a):
+        n = a.shape[0]
+        if n == 0:
+            return a.copy(), np.zeros(0, np.finfo(a.dtype).dtype)
+        w, v, info = _lapack("heevd" if a.dtype.kind == "c" else "syevd", a)(
+            a, compute_v=1, lower=int(lower))
+        if info != 0:
+            v, w = np.full_like(v, np.nan), np.full_like(w, np.nan)
+        return v, w
+    return _decomposition(x, one)
+
+
+def _svd(x, *, full_matrices, compute_uv):
+    x = np.asarray(x)
+    m, n = x.shape[-2:]
+    k = min(m, n)
+
+    def one(a):
+        real = np.finfo(a.dtype).dtype
+        if a.size == 0:                                # as jax: identities where square
+            s = np.zeros(0, real)
+            if not compute_uv:
+                return (s,)
+            if full_matrices:
+                return s, np.eye(m, dtype=a.dtype), np.eye(n, dtype=a.dtype)
+            return s, np.zeros((m, k), a.dtype), np.zeros((k, n), a.dtype)
+        u, s, vt, info = _lapack("gesdd", a)(a, compute_uv=int(compute_uv),
+                                             full_matrices=int(full_matrices))
+        if info != 0:
+            u, s, vt = np.full_like(u, np.nan), np.full_like(s, np.nan), np.full_like(vt, np.nan)
+        return (s, u, vt) if compute_uv else (s,)
+    return _decomposition(x, one)
+
+
+def _eig(x, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
+    import scipy.linalg
+    cl, cr = compute_left_eigenvectors, compute_right_eigenvectors
+
+    def one(a):
+        dt = dec._complex_dtype(a.dtype)
+        n = a.shape[0]
+        nan = complex(np.nan, np.nan)
+        nans = (np.full(n, nan),) + (np.full((n, n), nan),) * (cl + cr)
+        if not np.isfinite(a).all():                   # NaNs, as jax (geev refuses them)
+            res = nans
+        else:
+            try:
+                res = scipy.linalg.eig(a, left=cl, right=cr, check_finite=False)
+            except np.linalg.LinAlgError:              # geev did not converge: NaNs (as jax)
+                res = nans
+        res = res if isinstance(res, tuple) else (res,)
+        return tuple(r.astype(dt) for r in res)
+    return _decomposition(x, one)
+
+
 impl_rules[dec.cholesky_p] = _cholesky
 impl_rules[dec.triangular_solve_p] = _triangular_solve
 impl_rules[dec.lu_p] = _lu
+impl_rules[dec.qr_p] = _qr
+impl_rules[dec.geqrf_p] = _geqrf
+impl_rules[dec.eigh_p] = _eigh
+impl_rules[dec.svd_p] = _svd
+impl_rules[dec.eig_p] = _eig

@@ -1,4 +1,5 @@
-"""XLA lowerings of dot_general and the decompositions (cholesky, triangular_solve, lu).
+"""XLA lowerings of dot_general and the decompositions (cholesky, triangular_solve, lu, qr,
+geqrf, eigh, svd, eig; eig runs on jax's CPU and GPU only).
 
 dot_general: both operands converted to the result dtype (fnad's rule,
 linalg.dot_general_result_dtype), float16/bfloat16 accumulated in float32 as the numpy
@@ -89,7 +90,58 @@ def _lu(x):
             lax.convert_element_type(perm, np.int32)]
 
 
+def _qr(x, *, pivoting, full_matrices):
+    outs = lax_linalg.qr(x, pivoting=pivoting, full_matrices=full_matrices)
+    if pivoting:
+        q, r, p = outs
+        return [q, r, lax.convert_element_type(p, np.int32)]
+    return list(outs)
+
+
+def _geqrf(x):                          # jax.lax.linalg has no public geqrf: qr's mode 'raw'
+    import jax.numpy as jnp
+    a_t, taus = jnp.linalg.qr(x, mode="raw")
+    return [jnp.matrix_transpose(a_t), taus]
+
+
+def _eigh(x, *, lower, sort_eigenvalues):
+    v, w = lax_linalg.eigh(x, lower=lower, symmetrize_input=False,
+                           sort_eigenvalues=sort_eigenvalues)
+    return [v, w]
+
+
+def _svd(x, *, full_matrices, compute_uv):
+    if not compute_uv:
+        return [lax_linalg.svd(x, full_matrices=full_matrices, compute_uv=False)]
+    u, s, vh = lax_linalg.svd(x, full_matrices=full_matrices, compute_uv=True)
+    return [s, u, vh]
+
+
+def _eig(x, **params):
+    return list(lax_linalg.eig(x, **params))
+
+
+def _floats_in_compute_dtype(fn):
+    """fn (several outputs, some real, some integer) on float16/bfloat16 operands computed in
+    float32, its float32 outputs cast back to the operand's dtype."""
+    def lowering(x, **params):
+        dt = np.dtype(x.dtype)
+        cdt = _compute_dtype(dt)
+        if cdt == dt:
+            return fn(x, **params)
+        outs = fn(lax.convert_element_type(x, cdt), **params)
+        return [lax.convert_element_type(o, dt) if np.dtype(o.dtype) == cdt else o
+                for o in outs]
+    lowering.__name__ = fn.__name__
+    return lowering
+
+
 impl_rules[la.dot_general_p] = eager(_dot_general)
 impl_rules[dec.cholesky_p] = eager(_in_compute_dtype(_cholesky))
 impl_rules[dec.triangular_solve_p] = eager(_in_compute_dtype(_triangular_solve))
 impl_rules[dec.lu_p] = eager(_in_compute_dtype(_lu))
+impl_rules[dec.qr_p] = eager(_floats_in_compute_dtype(_qr))
+impl_rules[dec.geqrf_p] = eager(_floats_in_compute_dtype(_geqrf))
+impl_rules[dec.eigh_p] = eager(_floats_in_compute_dtype(_eigh))
+impl_rules[dec.svd_p] = eager(_floats_in_compute_dtype(_svd))
+impl_rules[dec.eig_p] = eager(_floats_in_compute_dtype(_eig))

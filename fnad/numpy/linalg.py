@@ -1,21 +1,26 @@
-"""fnad.numpy.linalg: jax.numpy.linalg's norm, solve, inv, det, slogdet, cholesky and
-matrix_power, built on the lax decompositions (primitives/decompositions.py) and fnad.numpy.
+"""fnad.numpy.linalg: jax.numpy.linalg's API, built on the lax decompositions
+(primitives/decompositions.py) and fnad.numpy. This module holds norm, solve, inv, det,
+slogdet, cholesky, matrix_power and the array-API helpers (matrix_norm, matrix_transpose,
+outer, cross, trace, diagonal, vecdot, matmul, tensordot, tensorinv, tensorsolve,
+multi_dot); _linalg_spectral.py the ones built on qr, eigh, svd and eig (qr, eigh,
+eigvalsh, eig, eigvals, svd, svdvals, pinv, lstsq, matrix_rank, cond), re-exported here.
 
 Math (as JAX):
   solve   P A = L U  =>  x = U⁻¹ L⁻¹ P b   (two triangular solves; b a vector or matrices)
   det     sign · exp(logabsdet); the explicit cofactor formula for 2×2 and 3×3 (as JAX)
-  slogdet sign = (-1)^(row swaps) · Π sign(Uᵢᵢ), logabsdet = Σ log|Uᵢᵢ|
-  norm    vector p-norms (p = 0, ±1, 2, ±inf, any p) and matrix norms (fro, ±1, ±inf)
+  slogdet sign = (-1)^(row swaps) · Π sign(Uᵢᵢ), logabsdet = Σ log|Uᵢᵢ| (method 'qr': from
+          Householder QR, _linalg_spectral.slogdet_qr)
+  norm    vector p-norms (p = 0, ±1, 2, ±inf, any p) and matrix norms (fro, ±1, ±inf; ±2 and
+          nuc from the singular values)
 Derivatives come from the primitives' rules, except det's (n = 1 and n >= 4): as JAX's, a
 custom_jvp d det(A) = tr(adj(A) dA) with adj(A) = det(A) A⁻¹ taken from A's LU without
 dividing by the last pivot (`_cofactor_solve`), so det's gradient stays finite, and equals
 the adjugate, at singular A of rank n-1 (0 for lower rank). slogdet and solve gradients at
 a singular matrix are not finite (nor are JAX's).
-Not implemented (need an SVD/eigensolver): eigh, eig, svd, qr, pinv, lstsq, matrix_rank,
-and norm with ord 2, -2 or 'nuc' over two axes.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import NamedTuple
 
@@ -27,8 +32,11 @@ from fnad.custom import custom_jvp
 from fnad.numpy._core import canonicalize_axis, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
 
-__all__ = ["SlogdetResult", "cholesky", "det", "inv", "matrix_power", "norm", "slogdet",
-           "solve", "vector_norm"]
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+           "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
+           "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
+           "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
 
 
 class SlogdetResult(NamedTuple):
@@ -135,11 +143,10 @@ def slogdet(a, *, method: str | None = None) -> SlogdetResult:
     """(sign, log|det a|) for a [..., n, n] via LU; sign 0 and logabsdet -inf if singular."""
     a, = _inexact("slogdet", a)
     _square("slogdet", a)
+    if method == "qr":
+        return SlogdetResult(*slogdet_qr(a))
     if method not in (None, "lu"):
-        if method == "qr":
-            raise NotImplementedError("slogdet: method='qr' needs a QR decomposition, which "
-                                      "fnad does not implement yet; use method='lu'")
-        raise ValueError(f"slogdet: unknown method {method!r}; use 'lu'")
+        raise ValueError(f"slogdet: unknown method {method!r}; use 'lu' or 'qr'")
     n = a.shape[-1]
     lu, pivots, _ = dec.lu(a)
     diag = jnp.diagonal(lu, axis1=-2, axis2=-1)                              # [..., n]
@@ -265,8 +272,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
     """Vector norm (one axis) or matrix norm (two axes) of x, as jnp.linalg.norm.
 
     ord None: 2-norm / Frobenius; vectors also take 0, ±1, ±inf and any real p;
-    matrices 'fro', ±1 (max/min column sum), ±inf (max/min row sum). Matrix ord 2, -2
-    and 'nuc' need singular values (not implemented)."""
+    matrices 'fro', ±1 (max/min column sum), ±inf (max/min row sum), 2 and -2 (largest and
+    smallest singular value) and 'nuc' (their sum)."""
     x, = _inexact("norm", x)
     ndim = x.ndim
     if axis is None:
@@ -304,7 +311,147 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
             return jnp.max(row_sums, axis=row_axis, keepdims=keepdims, initial=0)
         return jnp.min(row_sums, axis=row_axis, keepdims=keepdims)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"norm: matrix norm ord={ord!r} needs singular values (an "
-                                  "SVD), which fnad does not implement yet; use ord='fro', "
-                                  "1, -1, inf or -inf")
+        return singular_value_norm(x, ord, axis, keepdims)
     raise ValueError(f"Invalid order '{ord}' for matrix norm")
+
+
+# ---- the array API's linalg names (thin wrappers, as jax) ------------------------------------
+def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
+    """norm(x, ord, axis=(-2, -1)) of x [..., m, n]."""
+    return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
+
+
+def matrix_transpose(x, /) -> Array:
+    """x [..., m, n] as [..., n, m]."""
+    x = jnp.asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={x.ndim}")
+    return jnp.matrix_transpose(x)
+
+
+def outer(x1, x2, /) -> Array:
+    """x1[:, None] * x2[None, :] of two vectors."""
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.ndim != 1 or x2.ndim != 1:
+        raise ValueError(f"Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={x1.ndim} x2.ndim={x2.ndim}")
+    return x1[:, None] * x2[None, :]
+
+
+def cross(x1, x2, /, *, axis=-1) -> Array:
+    """The cross product of 3-vectors along `axis` (the other axes broadcast)."""
+    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they have x1.shape[axis]={x1.shape[axis]} and "
+                         f"x2.shape[axis]={x2.shape[axis]}")
+    return jnp.cross(x1, x2, axis=axis)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
+    """The traces [...] of x [..., m, n] (diagonal `offset`)."""
+    return jnp.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset: int = 0) -> Array:
+    """The diagonals [..., d] of x [..., m, n] (diagonal `offset`)."""
+    return jnp.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None) -> Array:
+    """Σ conj(x1)·x2 along `axis`."""
+    return jnp.vecdot(x1, x2, axis=axis, precision=precision,
+                      preferred_element_type=preferred_element_type)
+
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None) -> Array:
+    """x1 @ x2 (jnp.matmul)."""
+    return jnp.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None) -> Array:
+    """jnp.tensordot with `axes` keyword-only, as the array API."""
+    return jnp.tensordot(x1, x2, axes=axes, precision=precision,
+                         preferred_element_type=preferred_element_type)
+
+
+def tensorinv(a, ind: int = 2) -> Array:
+    """The tensor inverse [*a.shape[ind:], *a.shape[:ind]] of a: inv of a as a square
+    [Π shape[:ind], Π shape[ind:]] matrix."""
+    a = jnp.asarray(a)
+    ind = operator.index(ind)
+    if ind <= 0:
+        raise ValueError(f"ind must be a positive integer; got ind={ind}")
+    contracting_shape, batch_shape = a.shape[:ind], a.shape[ind:]
+    flatshape = (math.prod(contracting_shape), math.prod(batch_shape))
+    if flatshape[0] != flatshape[1]:
+        raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                         "dimensions equals that of the remaining dimensions. got "
+                         f"a.shape={a.shape} with ind={ind}.")
+    return inv(a.reshape(flatshape)).reshape(*batch_shape, *contracting_shape)
+
+
+def tensorsolve(a, b, axes: tuple[int, ...] | None = None) -> Array:
+    """x with tensordot(a, x, x.ndim) = b (after moving a's `axes` to the end)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    if axes is not None:
+        a = jnp.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
+    out_shape = a.shape[b.ndim:]
+    if a.shape[:b.ndim] != b.shape:
+        raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
+                         f"got a.shape={a.shape}, b.shape={b.shape}")
+    if b.size != math.prod(out_shape):
+        raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
+                         f"prod(a.shape[b.ndim:]); got a.shape={a.shape}, b.ndim={b.ndim}.")
+    a = a.reshape(b.size, math.prod(out_shape))
+    return solve(a, b.ravel()).reshape(out_shape)
+
+
+def multi_dot(arrays, *, precision=None) -> Array:
+    """arrays[0] @ arrays[1] @ ... in the cheapest order (the matrix-chain dynamic program);
+    the first and last may be vectors."""
+    arrs = [jnp.asarray(a) for a in arrays]
+    if len(arrs) < 2:
+        raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
+    if not (arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2)
+            and all(a.ndim == 2 for a in arrs[1:-1])):
+        raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
+                         "first and last array which may be 1 or 2 dimensional. Got array "
+                         f"shapes {[a.shape for a in arrs]}")
+    if any(a.shape[-1] != b.shape[0] for a, b in zip(arrs[:-1], arrs[1:])):
+        raise ValueError("multi_dot: last dimension of each array must match first dimension "
+                         f"of following array. Got array shapes {[a.shape for a in arrs]}")
+    first_vec, last_vec = arrs[0].ndim == 1, arrs[-1].ndim == 1
+    if first_vec:
+        arrs[0] = arrs[0][None, :]
+    if last_vec:
+        arrs[-1] = arrs[-1][:, None]
+    dims = [arrs[0].shape[0]] + [a.shape[1] for a in arrs]      # arrs[i] is dims[i] x dims[i+1]
+    k = len(arrs)
+    cost = [[0] * k for _ in range(k)]
+    split = [[0] * k for _ in range(k)]
+    for length in range(1, k):                           # the classic O(k³) matrix chain
+        for i in range(k - length):
+            j = i + length
+            cost[i][j] = None
+            for s in range(i, j):
+                c = cost[i][s] + cost[s + 1][j] + dims[i] * dims[s + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, s
+
+    def product(i, j):
+        if i == j:
+            return arrs[i]
+        s = split[i][j]
+        return jnp.matmul(product(i, s), product(s + 1, j), precision=precision)
+    out = product(0, k - 1)
+    if first_vec:
+        out = out[0]
+    if last_vec:
+        out = out[..., 0]
+    return out
+
+
+from fnad.numpy._linalg_spectral import (  # noqa: E402
+    EigResult, EighResult, QRResult, SVDResult, cond, eig, eigh, eigvals, eigvalsh, lstsq,
+    matrix_rank, pinv, qr, singular_value_norm, slogdet_qr, svd, svdvals)

@@ -14,7 +14,9 @@ returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
                      included); n·⌈log2 n⌉ per sorted row; n³/3
                      for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve;
                      8·Π⌊log2 nᵢ⌋ per input element of an FFT over lengths nᵢ (XLA's
-                     4 complex multiply-adds per element and level)
+                     4 complex multiply-adds per element and level); LAPACK's textbook
+                     counts for qr, geqrf, eigh, svd and eig (at their rules; XLA's CPU code
+                     calls LAPACK there and counts no flops)
     transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
                      the trigonometric functions, erf, pow ... (not counted in flops);
                      erf_inv, lgamma, digamma and polygamma too, where XLA counts the
@@ -144,6 +146,39 @@ def _fft(eqn: JaxprEqn):                               # XLA: 2·4·Π⌊log2 n�
     return 8 * levels * _in_size(eqn), 0
 
 
+def _householder(m: int, n: int) -> float:          # geqrf of [m, n]: 2mnk - 2k³/3
+    k = min(m, n)
+    return 2 * m * n * k - 2 * k ** 3 / 3
+
+
+def _geqrf(eqn: JaxprEqn):
+    *batch, m, n = eqn.invars[0].aval.shape
+    return math.prod(batch) * _householder(m, n), 0
+
+
+def _qr(eqn: JaxprEqn):              # geqrf, then orgqr forms Q's kq columns: 4m·kq·k -
+    *batch, m, n = eqn.invars[0].aval.shape            # 2(m + kq)k² + 4k³/3 (LAWN 41)
+    k, kq = min(m, n), eqn.outvars[0].aval.shape[-1]
+    orgqr = 4 * m * kq * k - 2 * (m + kq) * k ** 2 + 4 * k ** 3 / 3
+    return math.prod(batch) * (_householder(m, n) + orgqr), 0
+
+
+def _svd(eqn: JaxprEqn):             # Golub & Van Loan (m >= n): values 4mn² - 4n³/3,
+    *batch, m, n = eqn.invars[0].aval.shape            # thin U and V 14mn² + 8n³,
+    m, n = max(m, n), min(m, n)                        # full U 4m²n + 8mn² + 9n³
+    if not eqn.params["compute_uv"]:
+        f = 4 * m * n ** 2 - 4 * n ** 3 / 3
+    elif eqn.params["full_matrices"]:
+        f = 4 * m ** 2 * n + 8 * m * n ** 2 + 9 * n ** 3
+    else:
+        f = 14 * m * n ** 2 + 8 * n ** 3
+    return math.prod(batch) * f, 0
+
+
+def _eig(eqn: JaxprEqn):                               # Hessenberg QR: 10n³, 25n³ with
+    return _cubed(25 if len(eqn.outvars) > 1 else 10)(eqn)        # eigenvectors
+
+
 cost_rules.update({
     fft_prims.fft_p: _fft,
     linalg.dot_general_p: _dot_general,
@@ -156,6 +191,11 @@ cost_rules.update({
     decompositions.cholesky_p: _cubed(1 / 3),
     decompositions.lu_p: _cubed(2 / 3),
     decompositions.triangular_solve_p: _triangular_solve,
+    decompositions.qr_p: _qr,
+    decompositions.geqrf_p: _geqrf,
+    decompositions.eigh_p: _cubed(9),                 # symmetric QR with vectors: 9n³
+    decompositions.svd_p: _svd,
+    decompositions.eig_p: _eig,
 })
 
 
