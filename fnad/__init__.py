@@ -16,6 +16,7 @@ from fnad.batching import pmap, vmap
 from fnad.jacobians import hessian, jacfwd, jacobian, jacrev
 from fnad.jit import clear_caches, jit
 from fnad.custom import closure_convert, custom_gradient, custom_jvp, custom_vjp
+from fnad import custom_batching  # noqa: F401,E402
 from fnad.callback import pure_callback
 from fnad.devices import (block_until_ready, default_backend, default_device,
                           device_count, device_get, device_put, devices, local_device_count,

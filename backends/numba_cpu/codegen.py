@@ -228,11 +228,13 @@ class Compiled:
 def _call_params() -> dict:
     """Call-like primitive -> the param holding the sub-jaxpr it calls (all operands)."""
     from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
+    from fnad.custom_batching import custom_vmap_call_p
     from fnad.jit import jit_p
     from fnad.primitives.solves import custom_linear_solve_p
     from fnad.remat import remat_p
     return {jit_p: "jaxpr", remat_p: "jaxpr", custom_jvp_call_p: "call_jaxpr",
-            custom_vjp_call_p: "call_jaxpr", custom_linear_solve_p: "call_jaxpr"}
+            custom_vjp_call_p: "call_jaxpr", custom_linear_solve_p: "call_jaxpr",
+            custom_vmap_call_p: "call_jaxpr"}
 
 
 def flatten(jaxpr: Jaxpr, consts) -> tuple:

@@ -3,8 +3,9 @@
 jit on the numpy backend runs the optimized jaxpr equation by equation on raw NumPy
 values (no Array wrapping, no dispatch through the traces): the reference semantics
 at the lowest interpretive cost. Call-like higher-order primitives (jit, checkpoint,
-custom_jvp_call, custom_vjp_call, custom_linear_solve, name) are inlined; the other
-higher-order ones (cond, scan, while, debug_callback) run through their eager rules.
+custom_jvp_call, custom_vjp_call, custom_linear_solve, custom_vmap_call, name) are
+inlined; the other higher-order ones (cond, scan, while, debug_callback) run through
+their eager rules.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from fnad.passes.dce import last_reads
 
 # primitive name -> the param holding the sub-jaxpr that the primitive simply calls
 _INLINED = {"jit": "jaxpr", "checkpoint": "jaxpr", "custom_jvp_call": "call_jaxpr",
-            "custom_vjp_call": "call_jaxpr", "custom_linear_solve": "call_jaxpr"}
+            "custom_vjp_call": "call_jaxpr", "custom_linear_solve": "call_jaxpr",
+            "custom_vmap_call": "call_jaxpr"}
 
 
 def compile(closed: ClosedJaxpr):

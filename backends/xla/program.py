@@ -9,6 +9,7 @@ jax control flow or are inlined:
     while            lax.while_loop(cond_jaxpr(cconsts, c), body_jaxpr(bconsts, c))
     checkpoint, jit, custom_jvp_call, custom_vjp_call    their jaxpr, inlined
     custom_linear_solve                                 (its solve, `call_jaxpr`)
+    custom_vmap_call                                    (its function, `call_jaxpr`)
     name             the identity
     debug_callback   jax.debug.callback, handing the callback fnad Arrays (NumPy backend)
     pure_callback    jax.pure_callback around fnad's eager rule (Arrays in, results checked)
@@ -157,6 +158,7 @@ _higher_order = {
     "custom_jvp_call": _inline("call_jaxpr"),
     "custom_vjp_call": _inline("call_jaxpr"),
     "custom_linear_solve": _inline("call_jaxpr"),
+    "custom_vmap_call": _inline("call_jaxpr"),
     "name": _name,
     "debug_callback": _debug_callback,
     "pure_callback": _pure_callback,

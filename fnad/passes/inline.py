@@ -10,6 +10,7 @@ the call. Which are inlined:
   transformation will see again:
     custom_jvp_call, custom_vjp_call    (param `call_jaxpr`): their rules matter only to AD
     custom_linear_solve                 (param `call_jaxpr`: its `solve` applied to b)
+    custom_vmap_call                    (param `call_jaxpr`): its rule matters only to vmap
     checkpoint (param `jaxpr`)          unless prevent_cse and differentiated: that is
                                         the backward pass's recomputation, which stays a
                                         call so CSE cannot merge it into the forward
@@ -24,6 +25,7 @@ The jit primitive is looked up by name (fnad/jit.py may load after this module).
 from __future__ import annotations
 
 from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
+from fnad.custom_batching import custom_vmap_call_p
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from fnad.passes._util import Renamer, has_sub_jaxprs, call_primitive, map_sub_jaxprs
 from fnad.primitives import logic as lg
@@ -49,7 +51,7 @@ def _call_sub(eqn: JaxprEqn, lowering: bool) -> ClosedJaxpr | None:
         return p["call_jaxpr"]
     if prim is remat_p and not (p.get("prevent_cse") and p.get("differentiated")):
         return p["jaxpr"]
-    if prim is custom_linear_solve_p:
+    if prim is custom_linear_solve_p or prim is custom_vmap_call_p:
         return p["call_jaxpr"]
     return None
 
