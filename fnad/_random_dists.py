@@ -207,10 +207,10 @@ def _concrete_int(name: str, v) -> int:
 
 def multivariate_normal(key, mean, cov, shape: Sequence[int] | None = None, dtype=None,
                         method: str = "cholesky"):
-    """Normal vectors with mean [..., n] and covariance cov [..., n, n]: mean + L z, L the
-    Cholesky factor, z ~ normal(shape + (n,)). Result [*shape, n]; shape defaults to the
-    broadcast batch shape of mean and cov. Only method='cholesky': 'eigh' and 'svd' need an
-    eigensolver fnad.numpy.linalg lacks."""
+    """Normal vectors with mean [..., n] and covariance cov [..., n, n]: mean + L z, L a
+    factor with L Lᵀ = cov (method 'cholesky', 'eigh': V √W, or 'svd': U √S), z ~
+    normal(shape + (n,)). Result [*shape, n]; shape defaults to the broadcast batch shape
+    of mean and cov."""
     k = _check_key("multivariate_normal", key)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
@@ -236,11 +236,14 @@ def multivariate_normal(key, mean, cov, shape: Sequence[int] | None = None, dtyp
     else:
         shape = _shape(shape)
         _check_shape("normal", shape, mean.shape[:-1], cov.shape[:-2])
-    if method != "cholesky":
-        raise NotImplementedError(f"multivariate_normal: method={method!r} needs an "
-                                  f"eigendecomposition/SVD, which fnad.numpy.linalg does not "
-                                  f"have; use method='cholesky'")
-    factor = jnp.linalg.cholesky(cov)                               # [..., n, n]
+    if method == "svd":                                             # cov = U S Vᵀ: U √S
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":                                          # cov = V W Vᵀ: V √W
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jnp.linalg.cholesky(cov)                           # [..., n, n]
     z = normal(k, (*shape, n), dtype)                               # [*shape, n]
     # [..., n, n] @ [*shape, n, 1] -> [*shape, n]
     return mean + jnp.matmul(factor, z[..., None])[..., 0]

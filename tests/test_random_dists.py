@@ -35,6 +35,10 @@ SAMPLERS = {
     "generalized_normal": lambda r, k, dt, s: r.generalized_normal(k, 1.5, s, dt),
     "ball": lambda r, k, dt, s: r.ball(k, 3, 1.5, s, dt),
     "multivariate_normal": lambda r, k, dt, s: r.multivariate_normal(k, _MEAN, _COV, s, dt),
+    "multivariate_normal eigh": lambda r, k, dt, s: r.multivariate_normal(
+        k, _MEAN, _COV, s, dt, method="eigh"),
+    "multivariate_normal svd": lambda r, k, dt, s: r.multivariate_normal(
+        k, _MEAN, _COV, s, dt, method="svd"),
     "orthogonal": lambda r, k, dt, s: r.orthogonal(k, 3, s[:1], dt, m=4),
     "gamma": lambda r, k, dt, s: r.gamma(k, 2.5, s, dt),
     "gamma_small_a": lambda r, k, dt, s: r.gamma(k, _A, (*s, 5), dt),
@@ -79,7 +83,8 @@ SLOW = {"generalized_normal", "ball", "gamma", "gamma_small_a", "loggamma", "bet
 CASES = [(n, "float32", (2, 7)) for n in sorted(SAMPLERS)
          if n not in SLOW - {"gamma_small_a", "loggamma", "beta", "t", "dirichlet"}] + \
     [(n, "float16", (6,)) for n in sorted(SAMPLERS)
-     if n not in SLOW | {"multivariate_normal", "orthogonal"}]        # no float16 cholesky/qr
+     if n not in SLOW | {"multivariate_normal", "multivariate_normal eigh",
+                         "multivariate_normal svd", "orthogonal"}]   # no float16 linalg
 
 
 @pytest.mark.parametrize("name,dt,shape", CASES)
@@ -191,8 +196,6 @@ def test_errors():
     raises_with(lambda: fr.multivariate_normal(k, 1.0, _COV), "mean.ndim >= 1", exc=ValueError)
     raises_with(lambda: fr.multivariate_normal(k, _MEAN, _COV, method="qr"), "method must be",
                 exc=ValueError)
-    raises_with(lambda: fr.multivariate_normal(k, _MEAN, _COV, method="eigh"), "'eigh'",
-                "method='cholesky'", exc=NotImplementedError)
     raises_with(lambda: fr.cauchy(np.zeros(3, np.uint32)), "raw PRNG key", exc=TypeError)
     # the first derivative in `a` is jax's implicit one; random_gamma_grad has none (as jax)
     raises_with(lambda: fnad.grad(fnad.grad(lambda s: fr.gamma(k, s)))(2.0),

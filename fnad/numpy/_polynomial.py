@@ -1,6 +1,6 @@
 """fnad.numpy's polynomials, as 1-D coefficient arrays with the highest power first
 (NumPy's poly1d order): polyval, polyadd, polysub, polymul, polydiv, polyder, polyint,
-poly (from roots), vander.
+poly (from roots), roots (companion eigenvalues), polyfit (lstsq), vander.
 
 Each is a composition of arithmetic, slices, .at updates and convolve, so derivatives in
 the coefficients and in x come from those. The orders (m) and lengths are static.
@@ -26,8 +26,8 @@ from fnad.numpy._core import (
 from fnad.numpy._creation import _concrete
 from fnad.numpy._index_routines import _is_traced
 
-__all__ = ["poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "polyval",
-           "vander"]
+__all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
+           "polyval", "roots", "vander"]
 
 
 def _order(m, name: str) -> int:
@@ -183,3 +183,89 @@ def polydiv(u: ArrayLike, v: ArrayLike, *, trim_leading_zeros: bool = False):
         keep = np.flatnonzero(np.abs(np.asarray(u)) > tol)
         u = u[keep[0]:] if keep.size else u[:0]
     return q, u
+
+
+def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Array:
+    """The roots of the polynomial p (highest power first), as complex numbers: the
+    eigenvalues of its companion matrix. Leading zeros are stripped (they must then be
+    concrete); with strip_zeros=False they are kept and each gives a NaN root at the end,
+    so the shape is static (usable under jit)."""
+    check_arraylike("roots", p)
+    (p,) = promote_dtypes_inexact(p)
+    p = jnp.atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    complex_dtype = jnp.result_type(p.dtype, np.complex64)
+    if p.shape[0] < 2:
+        return jnp.zeros((0,), complex_dtype)
+    lead = jnp.where(jnp.all(p == 0), p.shape[0], jnp.argmin(p == 0))
+    if strip_zeros:
+        if _is_traced(lead):
+            raise core.ConcretizationTypeError(
+                "fnad.numpy.roots strips leading zeros, so their number must be concrete: "
+                "pass strip_zeros=False under jit (leading zeros then give NaN roots)")
+        return _roots_of(p[int(np.asarray(lead)):], complex_dtype)
+    shifted = jnp.roll(jnp.where(lead == p.shape[0], 1.0, p), -lead)
+    r = _roots_of(shifted, complex_dtype)
+    r = r[jnp.argsort(r == 0, stable=True)]                    # the zeros of the shift last
+    return jnp.where(jnp.arange(r.shape[0]) < r.shape[0] - lead, r, complex(np.nan, np.nan))
+
+
+def _roots_of(p, complex_dtype):
+    n = p.shape[0]
+    if n < 2:
+        return jnp.zeros((0,), complex_dtype)
+    companion = jnp.diag(jnp.ones((n - 2,), p.dtype), -1).at[0, :].set(-p[1:] / p[0])
+    return jnp.linalg.eigvals(companion).astype(complex_dtype)
+
+
+def polyfit(x: ArrayLike, y: ArrayLike, deg: int, rcond: float | None = None,
+            full: bool = False, w: ArrayLike | None = None, cov: bool | str = False):
+    """The least-squares coefficients (highest power first) of the degree-`deg`
+    polynomial through (x, y) (y [M] or [M, K]), by lstsq on the column-scaled Vandermonde
+    matrix (weights w multiply the unsquared residuals). full=True also returns (residuals,
+    rank, singular values, rcond); cov=True (or "unscaled") the coefficients' covariance."""
+    check_arraylike("polyfit", x, y)
+    deg = operator.index(_concrete(deg, "polyfit's deg"))
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    x, y = (ensure_array(a) for a in promote_dtypes_inexact(x, y))
+    if x.ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if y.ndim not in (1, 2):
+        raise TypeError("expected 1D or 2D array for y")
+    if x.shape[0] != y.shape[0]:
+        raise TypeError("expected x and y to have same length")
+    order = deg + 1
+    if rcond is None:
+        rcond = x.shape[0] * float(np.finfo(x.dtype).eps)
+    lhs, rhs = jnp.vander(x, order), y
+    if w is not None:
+        (w,) = promote_dtypes_inexact(w)
+        if w.ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if w.shape[0] != y.shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if rhs.ndim == 2 else w)
+    scale = jnp.sqrt(jnp.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale[None, :]
+    c, resids, rank, s = jnp.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale[None, :]).T if c.ndim > 1 else c / scale
+    if full:
+        return c, resids, rank, s, jnp.asarray(rcond)
+    if not cov:
+        return c
+    base = jnp.linalg.inv(jnp.dot(lhs.T, lhs)) / jnp.outer(scale, scale)
+    if cov == "unscaled":
+        fac = jnp.asarray(1.0)
+    else:
+        if x.shape[0] <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (x.shape[0] - order)
+    if y.ndim == 1:
+        return c, base * jnp.atleast_1d(fac)[None]
+    return c, base[:, :, None] * jnp.atleast_1d(fac)[None, None, :]

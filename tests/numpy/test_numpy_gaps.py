@@ -164,3 +164,33 @@ def test_printing_files_and_buffers():
         with pytest.raises(NotImplementedError, match="outside jitted code"):
             getattr(fnp, name)([1.0], float)
     assert fnp.object_ is np.object_ and fnp.character is np.character
+
+
+def test_roots_and_polyfit():
+    p = np.array([0.0, 0.0, 1.0, -6.0, 11.0, -6.0], np.float32)
+    same(fnp.roots(p), jjnp.roots(p), rtol=1e-5)
+    same(fnp.roots(p, strip_zeros=False), jjnp.roots(p, strip_zeros=False), rtol=1e-5)
+    same(fnad.jit(lambda q: fnp.roots(q, strip_zeros=False))(p),
+         jjnp.roots(p, strip_zeros=False), rtol=1e-5)
+    with pytest.raises(fnad.ConcretizationTypeError, match="strip_zeros=False"):
+        fnad.jit(fnp.roots)(p)
+    same(fnp.poly(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)),
+         jjnp.poly(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)), rtol=1e-5)
+    x = np.linspace(0, 1, 20).astype(np.float32)
+    y = (3 * x ** 2 - x + 0.5 + 0.01 * RNG.standard_normal(20)).astype(np.float32)
+    for kw in ({}, {"full": True}, {"cov": True}, {"cov": "unscaled"},
+               {"w": np.linspace(1, 2, 20).astype(np.float32)}):
+        got, want = fnp.polyfit(x, y, 2, **kw), jjnp.polyfit(x, y, 2, **kw)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    ys = np.stack([y, 2 * y], 1)
+    for g, w in zip(fnp.polyfit(x, ys, 2, cov=True), jjnp.polyfit(x, ys, 2, cov=True)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fnad.grad(lambda v: fnp.polyfit(x, v, 2).sum())(y),
+                               jax.grad(lambda v: jjnp.polyfit(x, v, 2).sum())(y),
+                               rtol=1e-3, atol=1e-5)
+    with pytest.raises(ValueError, match="deg >= 0"):
+        fnp.polyfit(x, y, -1)
+    with pytest.raises(TypeError, match="same length"):
+        fnp.polyfit(x, y[:3], 1)
