@@ -112,6 +112,14 @@ def _axis_arg(what: str, axis, ndim: int, extra: int = 0) -> int:
     return a % (ndim + extra)
 
 
+def _linear_jvp(prim: Primitive) -> None:
+    """JVP of a linear collective: the same collective of the tangent."""
+    def rule(primals, tangents, **params):
+        from fnad.ad import instantiate
+        return prim.bind(primals[0], **params), prim.bind(instantiate(tangents[0]), **params)
+    jvp_rules[prim] = rule
+
+
 # ---- psum, pmax, pmin: reductions over the members ---------------------------------------
 def _reducer(name: str, kinds):
     prim = Primitive(name)
@@ -168,11 +176,7 @@ def _as_array(v):
     return v if isinstance(v, core.Tracer) else asarray(v)
 
 
-def psum_jvp(primals, tangents, *, axis_name):           # linear
-    from fnad.ad import instantiate
-    return (psum_p.bind(primals[0], axis_name=axis_name),
-            psum_p.bind(instantiate(tangents[0]), axis_name=axis_name))
-jvp_rules[psum_p] = psum_jvp
+_linear_jvp(psum_p)
 def psum_transpose(ct, x, *, axis_name):                 # x̄_j = Σ_i ȳ_i
     return [psum_p.bind(ct, axis_name=axis_name)]
 transpose_rules[psum_p] = psum_transpose
@@ -252,11 +256,7 @@ def all_gather_abstract_eval(x: ShapedArray, *, axis_name, axis_size, axis, tile
                            x.weak_type)
     return ShapedArray(s[:axis] + (axis_size,) + s[axis:], x.dtype, x.weak_type)
 abstract_eval_rules[all_gather_p] = all_gather_abstract_eval
-def all_gather_jvp(primals, tangents, **params):          # linear
-    from fnad.ad import instantiate
-    return all_gather_p.bind(primals[0], **params), \
-        all_gather_p.bind(instantiate(tangents[0]), **params)
-jvp_rules[all_gather_p] = all_gather_jvp
+_linear_jvp(all_gather_p)
 def all_gather_transpose(ct, x, *, axis_name, axis_size, axis, tiled):
     return [psum_scatter_p.bind(ct, axis_name=axis_name, axis_size=axis_size,
                                 scatter_dimension=axis, tiled=tiled)]
@@ -317,11 +317,7 @@ def psum_scatter_abstract_eval(x: ShapedArray, *, axis_name, axis_size, scatter_
                                           "tiled=True)")
     return ShapedArray(s[:d] + s[d + 1:], x.dtype, x.weak_type)
 abstract_eval_rules[psum_scatter_p] = psum_scatter_abstract_eval
-def psum_scatter_jvp(primals, tangents, **params):        # linear
-    from fnad.ad import instantiate
-    return psum_scatter_p.bind(primals[0], **params), \
-        psum_scatter_p.bind(instantiate(tangents[0]), **params)
-jvp_rules[psum_scatter_p] = psum_scatter_jvp
+_linear_jvp(psum_scatter_p)
 def psum_scatter_transpose(ct, x, *, axis_name, axis_size, scatter_dimension, tiled):
     return [all_gather_p.bind(ct, axis_name=axis_name, axis_size=axis_size,
                               axis=scatter_dimension, tiled=tiled)]
@@ -391,11 +387,7 @@ def all_to_all_abstract_eval(x: ShapedArray, *, axis_name, axis_size, split_axis
     s.insert(concat_axis, axis_size)
     return ShapedArray(tuple(s), x.dtype, x.weak_type)
 abstract_eval_rules[all_to_all_p] = all_to_all_abstract_eval
-def all_to_all_jvp(primals, tangents, **params):          # linear
-    from fnad.ad import instantiate
-    return all_to_all_p.bind(primals[0], **params), \
-        all_to_all_p.bind(instantiate(tangents[0]), **params)
-jvp_rules[all_to_all_p] = all_to_all_jvp
+_linear_jvp(all_to_all_p)
 def all_to_all_transpose(ct, x, *, split_axis, concat_axis, **params):
     return [all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)]
 transpose_rules[all_to_all_p] = all_to_all_transpose
@@ -446,11 +438,7 @@ def ppermute(x, axis_name, perm):
 def ppermute_abstract_eval(x: ShapedArray, *, axis_name, perm):
     return x
 abstract_eval_rules[ppermute_p] = ppermute_abstract_eval
-def ppermute_jvp(primals, tangents, **params):            # linear
-    from fnad.ad import instantiate
-    return ppermute_p.bind(primals[0], **params), \
-        ppermute_p.bind(instantiate(tangents[0]), **params)
-jvp_rules[ppermute_p] = ppermute_jvp
+_linear_jvp(ppermute_p)
 def ppermute_transpose(ct, x, *, axis_name, perm):       # back from each dst to its src
     return [ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((d, s) for s, d in perm))]
 transpose_rules[ppermute_p] = ppermute_transpose
