@@ -167,14 +167,19 @@ def _broadcast_to(x, shape):
     return broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))  # noqa: F405
 
 
+def _axis(what: str, axis, ndim: int) -> int:
+    """`axis` in [0, ndim) (negative counts from the end); a ValueError naming `what`."""
+    axis = _operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"lax.{what}: axis {axis} is out of range for an operand of rank "
+                         f"{ndim}")
+    return axis % ndim
+
+
 def split(operand, sizes, axis: int = 0) -> list:
     """`operand` cut along `axis` into pieces of the given `sizes` (which sum to its size)."""
     aval = _get_aval(operand)
-    axis = _operator.index(axis)
-    if not -aval.ndim <= axis < aval.ndim:
-        raise ValueError(f"lax.split: axis {axis} is out of range for an operand of rank "
-                         f"{aval.ndim}")
-    axis %= aval.ndim
+    axis = _axis("split", axis, aval.ndim)
     sizes = [_operator.index(s) for s in sizes]
     if any(s < 0 for s in sizes) or sum(sizes) != aval.shape[axis]:
         raise ValueError(f"lax.split: sizes {sizes} must be non-negative and sum to the size "
@@ -215,11 +220,7 @@ def stack(operands, axis: int = 0):
 def unstack(x, axis: int = 0) -> tuple:
     """The slices of `x` along `axis`, each without that axis."""
     aval = _get_aval(x)
-    axis = _operator.index(axis)
-    if not -aval.ndim <= axis < aval.ndim:
-        raise ValueError(f"lax.unstack: axis {axis} is out of range for an operand of rank "
-                         f"{aval.ndim}")
-    axis %= aval.ndim
+    axis = _axis("unstack", axis, aval.ndim)
     return tuple(index_in_dim(x, i, axis, keepdims=False)  # noqa: F405
                  for i in range(aval.shape[axis]))
 
