@@ -222,18 +222,27 @@ def clamp(lo, x, hi): return clamp_p.bind(*promote_scalars(lo, x, hi))
 
 abstract_eval_rules[clamp_p] = naryop_abstract_eval("clamp", ORDERED)
 def clamp_jvp(primals, tangents):                      # the tangent of whichever bound applies
-    from fnad.primitives.elementwise import mul
+    # Selected, not multiplied by a 0/1 mask: the transpose then gives exactly 0 where
+    # another operand applies, even where the cotangent is infinite (0·inf would be NaN).
+    from fnad.primitives.shape_ops import broadcast_in_dim, zeros_like_array
     (lo, x, hi), (lo_dot, x_dot, hi_dot) = primals, tangents
     out = clamp(lo, x, hi)
-    dt = get_aval(out).dtype
+    oa = get_aval(out)
+
+    def where(mask, t):
+        ta = get_aval(t)
+        if (ta.dtype, ta.weak_type) != (oa.dtype, oa.weak_type):
+            t = convert_element_type(t, oa.dtype, oa.weak_type)
+        if ta.shape != oa.shape:                        # a scalar bound's tangent
+            t = broadcast_in_dim(t, oa.shape, ())
+        return select_n(mask, zeros_like_array(t), t)
     terms = []
     if nonzero(lo_dot):
-        terms.append(mul(lo_dot, convert_element_type(gt(lo, x), dt)))
+        terms.append(where(gt(lo, x), lo_dot))
     if nonzero(x_dot):
-        inside = bitwise_and(gt(x, lo), lt(x, hi))
-        terms.append(mul(x_dot, convert_element_type(inside, dt)))
+        terms.append(where(bitwise_and(gt(x, lo), lt(x, hi)), x_dot))
     if nonzero(hi_dot):
-        terms.append(mul(hi_dot, convert_element_type(lt(hi, x), dt)))
+        terms.append(where(lt(hi, x), hi_dot))
     return out, add_tangents(*terms)
 jvp_rules[clamp_p] = clamp_jvp
 batch_rules[clamp_p] = broadcasting_batch_rule(clamp_p)

@@ -259,3 +259,13 @@ def test_jacobian_is_jacrev():
     x = np.array([0.5, -1.0, 2.0], np.float32)
     np.testing.assert_allclose(fnad.jacobian(lambda v: lax.sin(v) * v)(x),
                                fnad.jacrev(lambda v: lax.sin(v) * v)(x))
+
+
+def test_clamp_gives_zero_cotangent_where_clamped_even_if_downstream_is_infinite():
+    """clamp's JVP selects the tangent (not a 0/1 mask times it), so reverse mode through
+    sqrt(clamp(0, x, 1)) at x < 0 is 0, not 0·inf = NaN (as jax)."""
+    from fnad import lax
+    import fnad.numpy as jnp
+    g = fnad.grad(lambda x: jnp.sum(jnp.sqrt(lax.clamp(0.0, x, 1.0))))(
+        np.array([-1.0, 0.25, 3.0], np.float32))
+    np.testing.assert_allclose(g, [0.0, 1.0, 0.0])
