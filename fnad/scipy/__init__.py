@@ -6,3 +6,4 @@ Composed from fnad.lax and fnad.numpy; SciPy itself is not imported. `import fna
 not load this package: the first `fnad.scipy` attribute access or import does.
 """
 from fnad.scipy import ndimage, signal, sparse, special, stats  # noqa: F401
+from fnad.scipy import linalg  # noqa: F401
