@@ -784,3 +784,30 @@ abstract_eval_rules[conj_p] = unop_abstract_eval("conj", (COMPLEX,))
 jvp_rules[conj_p] = lambda primals, tangents: (conj(primals[0]), conj(tangents[0]))
 transpose_rules[conj_p] = lambda ct, x: [conj(ct)]    # x̄ = conj(ct)
 batch_rules[conj_p] = vectorized_batch_rule(conj_p)
+
+# ---- the rest of the family, in their own modules (re-exported here for lax and backends) -----
+from fnad.primitives.bits import (  # noqa: E402,F401
+    bitcast_convert_type,
+    bitcast_convert_type_p,
+    clz,
+    clz_p,
+    mulhi,
+    mulhi_p,
+    nextafter,
+    nextafter_p,
+    reduce_precision,
+    reduce_precision_p,
+)
+from fnad.primitives.special import (  # noqa: E402,F401
+    bessel_i0e,
+    bessel_i0e_p,
+    bessel_i1e,
+    bessel_i1e_p,
+    betainc,
+    regularized_incomplete_beta_p,
+    zeta,
+    zeta_p,
+)
+
+__all__ += ["betainc", "zeta", "bessel_i0e", "bessel_i1e", "nextafter", "clz", "mulhi",
+            "bitcast_convert_type", "reduce_precision"]

@@ -304,3 +304,7 @@ impl_rules[ew.real_p] = np.real
 impl_rules[ew.imag_p] = np.imag
 impl_rules[ew.complex_p] = _complex
 impl_rules[ew.conj_p] = np.conj
+
+# the rest of the family: primitives/bits.py and primitives/special.py
+from fnad.backends.numpy_ref import bits as _bits  # noqa: E402,F401
+from fnad.backends.numpy_ref import special as _special_fns  # noqa: E402,F401

@@ -110,3 +110,17 @@ impl_rules[ew.real_p] = eager(lax.real)
 impl_rules[ew.imag_p] = eager(lax.imag)
 impl_rules[ew.complex_p] = eager(nary(lax.complex))
 impl_rules[ew.conj_p] = eager(lax.conj)                 # complex operands only (fnad's rule)
+
+# ---- primitives/special.py and primitives/bits.py --------------------------------------------
+impl_rules[ew.regularized_incomplete_beta_p] = eager(nary(lax.betainc))
+impl_rules[ew.zeta_p] = eager(nary(lax.zeta))
+impl_rules[ew.bessel_i0e_p] = eager(lax.bessel_i0e)
+impl_rules[ew.bessel_i1e_p] = eager(lax.bessel_i1e)
+impl_rules[ew.nextafter_p] = eager(nary(lax.nextafter))
+impl_rules[ew.clz_p] = eager(lax.clz)
+impl_rules[ew.mulhi_p] = eager(nary(lax.mulhi))
+impl_rules[ew.bitcast_convert_type_p] = eager(
+    lambda x, *, new_dtype: lax.bitcast_convert_type(x, new_dtype))
+impl_rules[ew.reduce_precision_p] = eager(
+    lambda x, *, exponent_bits, mantissa_bits: lax.reduce_precision(x, exponent_bits,
+                                                                     mantissa_bits))

@@ -363,3 +363,36 @@ def softmax(x, /, *, axis=None):
 def log_softmax(x, /, *, axis=None):
     """x - logsumexp(x) over `axis` (all axes by default)."""
     return _nn.log_softmax(x, axis=axis)
+
+
+# ---- more of jax.scipy.special (fnad/scipy/_special_more.py) --------------------------------
+from fnad.scipy._special_more import (  # noqa: E402
+    bernoulli,
+    beta,
+    betainc,
+    boxcox,
+    boxcox1p,
+    comb,
+    dawsn,
+    erfcx,
+    factorial,
+    gamma,
+    gammasgn,
+    i0,
+    i0e,
+    i1,
+    i1e,
+    kl_div,
+    loggamma,
+    poch,
+    rel_entr,
+    spence,
+    zeta,
+)
+
+from fnad.scipy._expint import exp1, expi, expn  # noqa: E402
+
+__all__ += ["exp1", "expi", "expn"]
+__all__ += ["bernoulli", "beta", "betainc", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx",
+            "factorial", "gamma", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "loggamma",
+            "poch", "rel_entr", "spence", "zeta"]
