@@ -1,4 +1,4 @@
-"""fnad.scipy: jax.scipy's special functions (`special`), distributions (`stats.norm`),
+"""fnad.scipy: jax.scipy's special functions (`special`), distributions (`stats`),
 iterative linear solvers (`sparse.linalg`: cg, bicgstab, gmres), `signal` (convolutions,
 fftconvolve, detrend) and `ndimage.map_coordinates`.
 
