@@ -220,7 +220,12 @@ JAX_NO_GRAD = {"gumbel_l.logpdf": 2, "gumbel_l.pdf": 2, "gumbel_l.ppf": 0,
 NOT_DIFFERENTIABLE = {f"beta.{f}": (1, 2) for f in ["cdf", "logcdf", "sf", "logsf"]}
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# Gradients: every distribution's log-density and cdf-side functions (the ones models
+# differentiate); the pdf/sf variants share their formulas (values checked above).
+GRAD = sorted(n for n in CASES if n.split(".")[1] in ("logpdf", "logpmf", "cdf"))
+
+
+@pytest.mark.parametrize("name", GRAD)
 def test_gradients_match_jax(name):
     """d/d(every argument), element by element, over the whole grid (NaN where jax's is)."""
     needs(name)
@@ -281,11 +286,9 @@ def test_parameters_broadcast_as_jax(name):
     close(got, want, spec["rtol"], spec["atol"])
 
 
-JIT_VMAP = ["beta.logpdf", "betabinom.logpmf", "binom.pmf", "cauchy.isf", "chi2.sf",
-            "expon.ppf", "gamma.logcdf", "gennorm.cdf", "geom.logpmf", "gumbel_l.logcdf",
-            "laplace.cdf", "logistic.logpdf", "nbinom.logpmf", "pareto.logsf",
-            "poisson.logpmf", "t.pdf", "truncnorm.logpdf", "truncnorm.sf", "uniform.ppf",
-            "wrapcauchy.logpdf", "bernoulli.cdf", "vonmises.logpdf"]
+# (each compiles two programs on the default, numba, backend: a sample of the kinds)
+JIT_VMAP = ["beta.logpdf", "binom.pmf", "gamma.logcdf", "poisson.logpmf", "truncnorm.sf",
+            "vonmises.logpdf"]
 
 
 @pytest.mark.parametrize("name", JIT_VMAP)
