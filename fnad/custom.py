@@ -43,6 +43,15 @@ SymbolicZero = Zero   # what a rule defined with symbolic_zeros=True sees for a 
 
 
 # ---- helpers ----------------------------------------------------------------------------
+def _as_arrays(xs) -> list:
+    """Primals as the rules see them: a Python scalar or NumPy value (an input of grad/jvp
+    given as a number) becomes an fnad Array of its type (weak for Python scalars), so a
+    rule may use .shape and .dtype on every primal."""
+    return [x if isinstance(x, (Tracer, core.Array))
+            else core._array_from_numpy(core.canonicalize_value(x), get_aval(x).weak_type)
+            for x in xs]
+
+
 class _Rule:
     """A rule callable as a jaxpr param: hashed by identity, printed by its name. `home`
     is the trace current where the function was called (see _RuleBatchTrace). Evaluating
@@ -526,10 +535,10 @@ def custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbo
                         name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise _closure_error("custom_jvp", name)
-    args, tans = primals[num_consts:], tangents[num_consts:]
+    args, tans = _as_arrays(primals[num_consts:]), tangents[num_consts:]
     if not symbolic_zeros:
         tans = [instantiate(t) for t in tans]
-    return jvp(list(args), list(tans))                   # the user's rule: (outs, tangents)
+    return jvp(args, list(tans))                   # the user's rule: (outs, tangents)
 jvp_rules[custom_jvp_call_p] = custom_jvp_call_jvp
 transpose_rules[custom_jvp_call_p] = _call_transpose
 
@@ -567,8 +576,8 @@ eager_rules[custom_vjp_call_p] = _call_eager
 def custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, num_consts, name):
     if any(type(t) is not Zero for t in tangents[:num_consts]):
         raise _closure_error("custom_vjp", name)
-    args, tans = primals[num_consts:], tangents[num_consts:]
-    outs, res, bwd = fwd(list(args))                     # the forward pass runs now
+    args, tans = _as_arrays(primals[num_consts:]), tangents[num_consts:]
+    outs, res, bwd = fwd(args)                           # the forward pass runs now
     mask = tuple(type(t) is not Zero for t in tans)
     out_avals = tuple(get_aval(o).strip_weak_type().to_tangent_aval() for o in outs)
     tans_out = custom_lin_p.bind(*res, *[t for t in tans if type(t) is not Zero],

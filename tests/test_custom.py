@@ -9,6 +9,7 @@ import pytest
 from checks import raises_with, traced
 
 import fnad
+import fnad.numpy as fnp
 from fnad import core
 from fnad.custom import SymbolicZero
 from fnad.ir import typecheck_jaxpr
@@ -867,3 +868,32 @@ def test_rules_that_create_constants_inside_jit_scan_cond_and_while():
     np.testing.assert_allclose(tan, np.cos(s1) * np.cos(c) * [1, 4], rtol=1e-6)
     sc = fnad.grad(lambda v: lax.scan(lambda cc, _: (h(cc), 0.0), v, None, length=2)[0].sum())
     np.testing.assert_allclose(sc(c), np.cos(np.sin(c)) * np.cos(c) * [1, 4], rtol=1e-6)
+
+
+def test_rules_see_python_number_primals_as_arrays():
+    """grad/jvp of a number: the custom rules' primals are weak-typed arrays (with .shape
+    and .dtype), as jax's grad gives them typed scalars."""
+    seen = []
+
+    @fnad.custom_jvp
+    def f(x):
+        return fnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        seen.append((primals[0].shape, primals[0].dtype))
+        return f(primals[0]), tangents[0] * fnp.cos(primals[0])
+
+    @fnad.custom_vjp
+    def g(x):
+        return fnp.sin(x)
+
+    def g_fwd(x):
+        seen.append((x.shape, x.dtype))
+        return g(x), x
+    g.defvjp(g_fwd, lambda x, ct: (ct * fnp.cos(x),))
+    for h in (f, g):
+        np.testing.assert_allclose(fnad.grad(h)(1.0), np.cos(1.0), rtol=1e-6)
+    np.testing.assert_allclose(fnad.jvp(f, (2.0,), (1.0,))[1], np.cos(2.0), rtol=1e-6)
+    np.testing.assert_allclose(fnad.grad(fnad.grad(f))(1.0), -np.sin(1.0), rtol=1e-6)
+    assert seen and all(s == ((), np.float32) for s in seen), seen
