@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 import pytest
+from checks import traced
 
 import fnad
 import fnad.numpy as fnp
@@ -286,7 +287,8 @@ def test_parameters_broadcast_as_jax(name):
     close(got, want, spec["rtol"], spec["atol"])
 
 
-# (each compiles two programs on the default, numba, backend: a sample of the kinds)
+# (a sample of the kinds; jit on the test backend, `traced`: the numba backend's code for each
+# primitive they use is tested in tests/test_jit_backends.py)
 JIT_VMAP = ["beta.logpdf", "binom.pmf", "gamma.logcdf", "poisson.logpmf", "truncnorm.sf",
             "vonmises.logpdf"]
 
@@ -300,13 +302,13 @@ def test_under_jit_and_vmap(name):
     params = np.asarray(spec["params"][0], f32)
     xs = np.array([v for v in spec["xs"] if np.isfinite(v)], f32)
     tol = spec["rtol"], spec["atol"]
-    close(fnad.jit(f)(xs, *params), jax.jit(fj)(xs, *params), *tol)
+    close(traced(f)(xs, *params), jax.jit(fj)(xs, *params), *tol)
     close(fnad.vmap(f, in_axes=(0,) + (None,) * len(params))(xs, *params),
           jax.vmap(fj, in_axes=(0,) + (None,) * len(params))(xs, *params), *tol)
     if len(params):
         ps = params[0] * np.array([0.5, 1.0, 2.0], f32)
         axes = (None, 0) + (None,) * (len(params) - 1)
-        close(fnad.jit(fnad.vmap(f, in_axes=axes))(xs, ps, *params[1:]),
+        close(traced(fnad.vmap(f, in_axes=axes))(xs, ps, *params[1:]),
               jax.vmap(fj, in_axes=axes)(xs, ps, *params[1:]), *tol)
 
 
@@ -341,7 +343,7 @@ def test_multivariate_normal_matches_jax_with_gradients(form):
     if form == "matrix":
         close(fnad.vmap(f.logpdf, in_axes=(0, None, None))(x, mean, cov),
               jax.vmap(fj.logpdf, in_axes=(0, None, None))(x, mean, cov), 1e-5, 1e-5)
-        close(fnad.jit(f.logpdf)(x, mean, cov), fj.logpdf(x, mean, cov), 1e-5, 1e-5)
+        close(traced(f.logpdf)(x, mean, cov), fj.logpdf(x, mean, cov), 1e-5, 1e-5)
 
 
 def test_multivariate_normal_float64(x64):
@@ -442,7 +444,7 @@ def test_rankdata_matches_jax(method):
               0, 0)
     a[3] = nan
     close(fstats.rankdata(a, method), jstats.rankdata(a, method), 0, 0)
-    close(fnad.jit(lambda a: fstats.rankdata(a, method))(b),
+    close(traced(lambda a: fstats.rankdata(a, method))(b),
           jstats.rankdata(b, method), 0, 0)
 
 
@@ -490,7 +492,7 @@ def test_gaussian_kde_is_a_pytree_and_differentiable():
     k = fstats.gaussian_kde(data)
     leaves, tree = fnad.tree_util.tree_flatten(k)
     assert len(leaves) == 5
-    close(fnad.jit(lambda k, p: k.logpdf(p))(k, pts), k.logpdf(pts), 1e-5, 1e-6)
+    close(traced(lambda k, p: k.logpdf(p))(k, pts), k.logpdf(pts), 1e-5, 1e-6)
     g = fnad.grad(lambda data: fnp.sum(fstats.gaussian_kde(data).logpdf(pts)))(data)
     gj = jax.grad(lambda data: jstats.gaussian_kde(data).logpdf(pts).sum())(data)
     close(g, gj, 1e-3, 1e-4)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import fnad
 import fnad.numpy as jnp
 from fnad.numpy._core import promote_args_inexact
 from fnad.scipy.special import betaln
@@ -17,7 +16,6 @@ from fnad.scipy.special import betaln
 __all__ = ["logpmf", "pmf"]
 
 
-@fnad.jit
 def logpmf(k, n, a, b, loc=0):
     """log P(X = k)."""
     k, n, a, b, loc = promote_args_inexact("betabinom.logpmf", k, n, a, b, loc)

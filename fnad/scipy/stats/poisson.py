@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import fnad
 import fnad.numpy as jnp
 from fnad.numpy._core import check_arraylike, promote_args_inexact, promote_dtypes_inexact
 from fnad.scipy.special import entr, gammaincc, gammaln, xlogy
@@ -47,7 +46,6 @@ def _entropy_sum(mu, max_k, upper):
     return jnp.sum(entr(jnp.where(mask, probs, 0.0)), axis=0)       # [N]
 
 
-@fnad.jit
 def entropy(mu, loc=0):
     """The entropy of Poisson(mu) (loc shifts nothing but the result's shape)."""
     check_arraylike("poisson.entropy", mu, loc)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import fnad
 import fnad.numpy as jnp
 from fnad.numpy._core import promote_args_inexact
 from fnad.scipy.special import log_ndtr, logsumexp, ndtr
@@ -37,7 +36,6 @@ def _log_gauss_mass(a, b):
     return jnp.where(case_central, mass_central, mass_tail)
 
 
-@fnad.jit
 def logpdf(x, a, b, loc=0, scale=1):
     """log density."""
     x, a, b, loc, scale = promote_args_inexact("truncnorm.logpdf", x, a, b, loc, scale)
@@ -52,20 +50,17 @@ def pdf(x, a, b, loc=0, scale=1):
     return jnp.exp(logpdf(x, a, b, loc, scale))
 
 
-@fnad.jit
 def logsf(x, a, b, loc=0, scale=1):
     """log P(X > x)."""
     x, a, b, loc, scale = promote_args_inexact("truncnorm.logsf", x, a, b, loc, scale)
     return logcdf(-x, -b, -a, -loc, scale)
 
 
-@fnad.jit
 def sf(x, a, b, loc=0, scale=1):
     """P(X > x)."""
     return jnp.exp(logsf(x, a, b, loc, scale))
 
 
-@fnad.jit
 def logcdf(x, a, b, loc=0, scale=1):
     """log P(X <= x)."""
     x, a, b, loc, scale = promote_args_inexact("truncnorm.logcdf", x, a, b, loc, scale)
@@ -80,7 +75,6 @@ def logcdf(x, a, b, loc=0, scale=1):
     return jnp.where(a >= b, np.nan, log_cdf)
 
 
-@fnad.jit
 def cdf(x, a, b, loc=0, scale=1):
     """P(X <= x)."""
     return jnp.exp(logcdf(x, a, b, loc, scale))
