@@ -25,25 +25,29 @@ from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import eval_shape, make_jaxpr, named_call, named_scope, typeof
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
+from fnad.dtypes import float0
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "checkpoint_policies",
            "clear_caches", "closure_convert", "config", "custom_gradient", "custom_jvp",
            "custom_vjp", "debug_infs", "debug_nans", "default_backend", "default_device",
            "default_matmul_precision", "device_count", "device_get", "device_put", "devices",
-           "disable_jit", "eval_shape", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jit",
-           "jvp", "linear_transpose", "linearize", "local_device_count", "local_devices",
-           "log_compiles", "make_jaxpr", "named_call", "named_scope", "numpy_rank_promotion",
-           "pmap", "print_environment_info", "pure_callback", "remat", "stop_gradient", "typeof",
-           "value_and_grad", "vjp", "vmap"]
+           "disable_jit", "eval_shape", "float0", "grad", "hessian", "jacfwd", "jacobian",
+           "jacrev", "jit", "jvp", "linear_transpose", "linearize", "local_device_count",
+           "local_devices", "log_compiles", "make_jaxpr", "named_call", "named_scope",
+           "numpy_rank_promotion", "pmap", "print_environment_info", "pure_callback", "remat",
+           "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
 
 
 def __getattr__(name: str):
     """fnad's optional modules (`scipy`, `image`, `flatten_util`, `errors`, `typing`,
-    `experimental`) load on first use (time that `import fnad` need not pay)."""
+    `experimental`) load on first use (time that `import fnad` need not pay);
+    `custom_derivatives` is jax's name of fnad.custom."""
+    import importlib
     if name in ("scipy", "image", "flatten_util", "errors", "typing", "experimental"):
-        import importlib
         return importlib.import_module(f"fnad.{name}")
+    if name == "custom_derivatives":
+        return importlib.import_module("fnad.custom")
     raise AttributeError(f"module 'fnad' has no attribute {name!r}")
 
 

@@ -1,5 +1,5 @@
 """Small parts of the top-level API: fnad.errors and fnad.typing (jax.errors, jax.typing),
-fnad.experimental.enable_x64/disable_x64, print_environment_info."""
+fnad.experimental.enable_x64/disable_x64, print_environment_info, float0 and custom_derivatives."""
 import numpy as np
 import pytest
 
@@ -39,3 +39,12 @@ def test_print_environment_info(capsys):
     assert f"fnad:    {fnad.__version__}" in text and "numpy:" in text
     assert fnad.print_environment_info() is None
     assert "python:" in capsys.readouterr().out
+
+
+def test_float0_and_custom_derivatives_names():
+    """jax.float0 and jax.custom_derivatives under the same names: the integer input's
+    gradient with allow_int has dtype float0, and custom_derivatives is fnad.custom."""
+    g = fnad.grad(lambda x, i: x * i, argnums=(0, 1), allow_int=True)(2.0, 3)
+    assert np.asarray(g[1]).dtype == fnad.float0
+    assert fnad.custom_derivatives.custom_jvp is fnad.custom_jvp
+    assert fnad.custom_derivatives.SymbolicZero is fnad.custom.SymbolicZero
