@@ -62,3 +62,40 @@ def xla_rounds_each_product(dtype) -> bool:
     a, b = dtype.type(1.37), dtype.type(0.11)
     per_op = ((t.astype(f32) * f32(a)).astype(dtype).astype(f32) + f32(b)).astype(dtype)
     return np.array_equal(np.asarray(jax.jit(lambda t: t * a + b)(t)), per_op)
+
+
+def assert_trees_close(got, want, rtol, atol, what):
+    """Leaf by leaf, `got` has `want`'s structure, shapes and dtypes, is finite, and is
+    within rtol and atol (scaled by want's largest magnitude, at least 1) of it."""
+    got_l, want_l = fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(want)
+    assert len(got_l) == len(want_l), f"{what}: {len(got_l)} leaves != {len(want_l)}"
+    for i, (g, w) in enumerate(zip(got_l, want_l)):
+        g, w = np.asarray(g), np.asarray(w)
+        where = f"{what} [{i}]"
+        assert g.shape == w.shape, f"{where}: shape {g.shape} != expected {w.shape}"
+        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype} != expected {w.dtype}"
+        assert np.all(np.isfinite(g)), f"{where}: not finite"
+        scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * scale, err_msg=where)
+
+
+def rand(shape, dtype=np.float32, seed=0):
+    """Uniform in [-1, 1) (real and imaginary parts for complex dtypes)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.uniform(-1, 1, shape)
+    return x.astype(dtype)
+
+
+def well_conditioned(shape, dtype=np.float32, seed=0):
+    """Diagonally dominant, then rows shuffled so that LU has to pivot."""
+    n = shape[-1]
+    x = rand(shape, dtype, seed) + n * np.eye(n)
+    return x[..., np.random.default_rng(seed + 1).permutation(n), :].astype(dtype)
+
+
+def spd(shape, dtype=np.float32, seed=0):
+    """Symmetric (Hermitian) positive definite: M Mᴴ + n I."""
+    m = rand(shape, dtype, seed)
+    return (m @ np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)

@@ -6,6 +6,7 @@ of the lax primitives, unsupported orders) has its type and message checked.
 """
 import numpy as np
 import pytest
+from checks import rand, spd, well_conditioned
 
 import fnad
 import fnad.numpy as jnp
@@ -19,27 +20,6 @@ except ImportError:  # pragma: no cover
     jax = jjnp = None
 
 needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.uniform(-1, 1, shape)
-    return x.astype(dtype)
-
-
-def well_conditioned(shape, dtype=np.float32, seed=0):
-    """Rows shuffled so that LU pivots; diagonally dominant before the shuffle."""
-    n = shape[-1]
-    x = rand(shape, dtype, seed) + n * np.eye(n)
-    perm = np.random.default_rng(seed + 1).permutation(n)
-    return x[..., perm, :].astype(dtype)
-
-
-def spd(shape, dtype=np.float32, seed=0):
-    m = rand(shape, dtype, seed)
-    return (m @ np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
 def _wide(x):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from checks import raises_with
+from checks import assert_trees_close, raises_with
 
 import fnad
 import fnad.numpy as fnp
@@ -288,18 +288,7 @@ def run_all(lib: Lib, fn, np_args, pr, diff, hvp=True) -> dict:
 
 
 def assert_close(got, want, dtype, what):
-    got_l, want_l = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
-    assert len(got_l) == len(want_l), what
-    tol = TOL[_real(dtype)]
-    for i, (g, w) in enumerate(zip(got_l, want_l)):
-        g, w = np.asarray(g), np.asarray(w)
-        where = f"{what} [{i}]"
-        assert g.shape == w.shape, f"{where}: shape {g.shape} != jax's {w.shape}"
-        assert g.dtype == w.dtype, f"{where}: dtype {g.dtype} != jax's {w.dtype}"
-        assert np.all(np.isfinite(g)), f"{where}: not finite"
-        scale = max(1.0, float(np.max(np.abs(w), initial=0.0)))
-        np.testing.assert_allclose(g, w, rtol=tol["rtol"], atol=tol["atol"] * scale,
-                                   err_msg=where)
+    assert_trees_close(got, want, **TOL[_real(dtype)], what=what)
 
 
 def check_case(name, dtype, batch=()):
