@@ -12,7 +12,7 @@ import scipy.linalg as sl
 
 import fnad
 import fnad.scipy.linalg as L
-from checks import traced
+from checks import rand, spd, traced, well_conditioned
 
 try:
     import jax
@@ -22,26 +22,6 @@ except ImportError:  # pragma: no cover
     jax = jjnp = jsl = None
 
 needs_jax = pytest.mark.skipif(jax is None, reason="jax not installed")
-
-
-def rand(shape, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-1, 1, shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.uniform(-1, 1, shape)
-    return x.astype(dtype)
-
-
-def well(shape, dtype=np.float32, seed=0):
-    """Diagonally dominant, rows shuffled so that LU pivots."""
-    n = shape[-1]
-    x = rand(shape, dtype, seed) + n * np.eye(n)
-    return x[..., np.random.default_rng(seed + 1).permutation(n), :].astype(dtype)
-
-
-def spd(shape, dtype=np.float32, seed=0):
-    m = rand(shape, dtype, seed)
-    return (m @ np.conj(np.swapaxes(m, -1, -2)) + shape[-1] * np.eye(shape[-1])).astype(dtype)
 
 
 def upper(shape, dtype=np.float32, seed=0):
@@ -56,7 +36,7 @@ def _wide(x):
 
 
 def lu_args(shape, dtype, seed=0):
-    lu_, piv = sl.lu_factor(well(shape, np.complex128 if np.dtype(dtype).kind == "c"
+    lu_, piv = sl.lu_factor(well_conditioned(shape, np.complex128 if np.dtype(dtype).kind == "c"
                                  else np.float64, seed))
     return lu_.astype(dtype), piv.astype(np.int32)
 
@@ -66,7 +46,7 @@ def case(f, jf, makers, diff=None):
     return f, jf, makers, tuple(range(len(makers))) if diff is None else diff
 
 
-A4, B42 = (lambda d: well((4, 4), d)), (lambda d: rand((4, 2), d, 5))
+A4, B42 = (lambda d: well_conditioned((4, 4), d)), (lambda d: rand((4, 2), d, 5))
 CASES = {
     "solve": case(L.solve, lambda: jsl.solve, [A4, B42]),
     "solve-vector": case(L.solve, lambda: jsl.solve, [A4, lambda d: rand((4,), d, 5)]),
@@ -100,8 +80,8 @@ CASES = {
                              lambda: lambda a, b: jsl.cho_solve((a, True), b),
                              [lambda d: np.linalg.cholesky(spd((4, 4), d)),
                               lambda d: rand((4,), d, 5)]),
-    "det": case(L.det, lambda: jsl.det, [lambda d: well((5, 5), d)]),
-    "det-batched": case(L.det, lambda: jsl.det, [lambda d: well((2, 3, 3), d)]),
+    "det": case(L.det, lambda: jsl.det, [lambda d: well_conditioned((5, 5), d)]),
+    "det-batched": case(L.det, lambda: jsl.det, [lambda d: well_conditioned((2, 3, 3), d)]),
     "inv": case(L.inv, lambda: jsl.inv, [A4]),
     "lu": case(L.lu, lambda: jsl.lu, [A4]),
     "lu-wide": case(L.lu, lambda: jsl.lu, [lambda d: rand((3, 5), d)]),
@@ -109,7 +89,8 @@ CASES = {
                               lambda: lambda a: jsl.lu(a, permute_l=True),
                               [lambda d: rand((5, 3), d)]),
     "lu_factor": case(L.lu_factor, lambda: jsl.lu_factor, [A4]),
-    "lu_factor-batched": case(L.lu_factor, lambda: jsl.lu_factor, [lambda d: well((2, 4, 4), d)]),
+    "lu_factor-batched": case(L.lu_factor, lambda: jsl.lu_factor,
+                              [lambda d: well_conditioned((2, 4, 4), d)]),
     "eigh": case(L.eigh, lambda: jsl.eigh, [lambda d: spd((4, 4), d)]),
     "eigh-eigvals_only-upper": case(lambda a: L.eigh(a, lower=False, eigvals_only=True),
                                     lambda: lambda a: jsl.eigh(a, lower=False,
@@ -202,7 +183,7 @@ for _t in (0, 1, 2, "N", "T", "C"):
 CASES["solve_triangular-unit-batched"] = case(
     lambda a, b: L.solve_triangular(a, b, lower=True, unit_diagonal=True),
     lambda: lambda a, b: jsl.solve_triangular(a, b, lower=True, unit_diagonal=True),
-    [lambda d: well((2, 4, 4), d), lambda d: rand((2, 4, 3), d, 5)])
+    [lambda d: well_conditioned((2, 4, 4), d), lambda d: rand((2, 4, 3), d, 5)])
 CASES["solve_triangular-vector"] = case(
     lambda a, b: L.solve_triangular(a, b, trans="C"),
     lambda: lambda a, b: jsl.solve_triangular(a, b, trans="C"),
@@ -291,7 +272,8 @@ def test_gradient_matches_jax(name, which, x64):
         return s
     import fnad.numpy as fjnp
     ours = fnad.grad(scalar(f, fjnp), argnums=diff)(*args)
-    theirs = jax.grad(scalar(jf(), jjnp), argnums=diff)(*[jjnp.asarray(a) for a in args])
+    theirs = jax.jit(jax.grad(scalar(jf(), jjnp), argnums=diff))(   # one compile, not one
+        *[jjnp.asarray(a) for a in args])                            # per op
     for o, t in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-7, atol=1e-9)
 
@@ -344,9 +326,9 @@ def test_expm_beyond_max_squarings_is_nan():
 VMAP_CASES = {
     "solve-pos": (lambda a, b: L.solve(a, b, assume_a="pos"), [spd((3, 4, 4)), rand((3, 4))]),
     "solve_triangular": (lambda a, b: L.solve_triangular(a, b, trans=1),
-                         [well((3, 4, 4)), rand((3, 4, 2))]),
+                         [well_conditioned((3, 4, 4)), rand((3, 4, 2))]),
     "cho_solve": (lambda a, b: L.cho_solve(L.cho_factor(a), b), [spd((3, 4, 4)), rand((3, 4))]),
-    "lu": (L.lu, [well((3, 4, 4))]),
+    "lu": (L.lu, [well_conditioned((3, 4, 4))]),
     "lu_solve": (lambda lu_, piv, b: L.lu_solve((lu_, piv), b, trans=2),
                  [np.stack([lu_args((4, 4), np.float32, s)[0] for s in range(3)]),
                   np.stack([lu_args((4, 4), np.float32, s)[1] for s in range(3)]),
@@ -482,7 +464,7 @@ def test_invhilbert_is_exact_for_large_n(x64):
 
 
 def test_lu_and_solve_traces_to_the_decompositions():
-    a = well((4, 4))
+    a = well_conditioned((4, 4))
     names = {e.primitive.name for e in fnad.make_jaxpr(L.lu)(a).jaxpr.eqns}
     assert "lu" in names
     names = {e.primitive.name for e in
@@ -513,7 +495,7 @@ def test_lu_takes_a_batch_unlike_jax():
 
 
 def test_batched_vector_b_warns_as_jax():
-    a, b = well((2, 4, 4)), rand((2, 4))
+    a, b = well_conditioned((2, 4, 4)), rand((2, 4))
     with pytest.warns(FutureWarning, match="deprecated"):
         ours = L.solve_triangular(a, b, lower=True)
     ref = np.stack([sl.solve_triangular(a[i], b[i], lower=True) for i in range(2)])
