@@ -1,5 +1,5 @@
 """Matrix decompositions and triangular solves, as jax.lax.linalg: cholesky, triangular_solve,
-lu, qr, geqrf, eigh, svd, eig. Each maps over leading batch dimensions: an operand is
+lu, qr, geqrf, eigh, svd, eig, schur. Each maps over leading batch dimensions: an operand is
 [..., m, n].
 
 Math (JAX's rules):
@@ -19,6 +19,7 @@ Math (JAX's rules):
              dV = V(F ∘ (S Ṡ + Ṡᴴ S)) + (I - V Vᴴ) dAᴴ U S⁻¹,  F_ij = 1/(s_j² - s_i²) (i ≠ j).
   eig        A V = V diag(w).  With P = V⁻¹ dA V: dw = diag(P), dV = V (F ∘ P) + V diag(c),
              F_ij = 1/(w_j - w_i), c keeping LAPACK's normalization (see _eig_vec_jvp).
+  schur      A = Z T Zᴴ (LAPACK's gees): not differentiable, as in JAX (T and Z are not unique).
 Imports only fnad.core, fnad.dtypes and the other primitive families.
 """
 from __future__ import annotations
@@ -36,7 +37,8 @@ from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives._util import INEXACT, add_tangents, check_kind
 from fnad.primitives.linalg import Precision, batch_matmul
 
-__all__ = ["cholesky", "eig", "eigh", "lu", "qr", "svd", "triangular_solve"]   # + geqrf (fnad's)
+__all__ = ["cholesky", "eig", "eigh", "lu", "qr", "schur", "svd",
+           "triangular_solve"]                                     # + geqrf (fnad's)
 
 
 # ---- helpers (lax-level, so that rules stay differentiable) ------------------------------
@@ -657,3 +659,37 @@ def eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigen
     return primal_out, tangent_out
 jvp_rules[eig_p] = eig_jvp
 batch_rules[eig_p] = _batch_front(eig_p)
+
+
+# ---- schur -------------------------------------------------------------------------------
+schur_p = Primitive("schur", multiple_results=True)
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable=None):
+    """(t, z) of a square x [..., n, n], as jax.lax.linalg.schur (LAPACK's gees): x = z t zᴴ
+    with z unitary and t upper triangular for complex x, quasi-upper-triangular for real x
+    (2×2 diagonal blocks for complex-conjugate eigenvalue pairs). Without
+    compute_schur_vectors, (t,) (jax returns a one-element list). Neither t nor z is unique;
+    not differentiable, as in jax. sort_eig_vals and select_callable (gees' eigenvalue
+    ordering) are not implemented: an error, as jax's for sort_eig_vals."""
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("schur: sort_eig_vals and select_callable (ordering the "
+                                  "eigenvalues on t's diagonal) are not implemented, as in "
+                                  "jax; reorder t's diagonal blocks yourself if needed")
+    return tuple(schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors)))
+
+def schur_abstract_eval(x, *, compute_schur_vectors):
+    _check_matrix("schur", x)
+    return [ShapedArray(x.shape, x.dtype, x.weak_type)] * (1 + compute_schur_vectors)
+abstract_eval_rules[schur_p] = schur_abstract_eval
+def schur_jvp(primals, tangents, *, compute_schur_vectors):   # none, as in JAX
+    (x,), (x_dot,) = primals, tangents
+    if nonzero(x_dot):
+        raise NotImplementedError("schur is not differentiable, as in jax (its factors are "
+                                  "not unique); differentiate a function of A that does not "
+                                  "depend on the choice of factors (e.g. "
+                                  "fnad.scipy.linalg.sqrtm, solve_sylvester), or apply "
+                                  "lax.stop_gradient to schur's operand")
+    outs = schur_p.bind(x, compute_schur_vectors=compute_schur_vectors)
+    return outs, [None] * len(outs)
+jvp_rules[schur_p] = schur_jvp
+batch_rules[schur_p] = _batch_front(schur_p)

@@ -1,7 +1,7 @@
 """NumPy implementations of dot_general and the decompositions (cholesky, triangular_solve,
-lu, qr, geqrf, eigh, svd, eig: scipy's LAPACK per matrix of the batch, the routines jax's
-CPU code calls: potrf, trsm, getrf, geqrf/geqp3 + orgqr/ungqr, syevd/heevd, gesdd, geev;
-NaNs where cholesky, eigh, svd or eig fail, as JAX).
+lu, qr, geqrf, eigh, svd, eig, schur: scipy's LAPACK per matrix of the batch, the routines
+jax's CPU code calls: potrf, trsm, getrf, geqrf/geqp3 + orgqr/ungqr, syevd/heevd, gesdd, geev,
+gees; NaNs where cholesky, eigh, svd, eig or schur fail, as JAX).
 
 dot_general: one np.matmul (BLAS for float32/64, complex).
 
@@ -267,6 +267,25 @@ def _eig(x, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eig
     return _decomposition(x, one)
 
 
+def _schur(x, *, compute_schur_vectors):
+    import scipy.linalg
+
+    def one(a):
+        if a.shape[0] == 0:
+            res = (a.copy(), a.copy())
+        elif not np.isfinite(a).all():                 # NaNs (gees would loop on them)
+            res = (np.full_like(a, np.nan),) * 2
+        else:
+            try:
+                res = scipy.linalg.schur(a, output="complex" if a.dtype.kind == "c" else "real",
+                                         check_finite=False)
+            except np.linalg.LinAlgError:              # gees did not converge: NaNs
+                res = (np.full_like(a, np.nan),) * 2
+        res = tuple(r.astype(a.dtype, copy=False) for r in res)
+        return res if compute_schur_vectors else res[:1]
+    return _decomposition(x, one)
+
+
 impl_rules[dec.cholesky_p] = _cholesky
 impl_rules[dec.triangular_solve_p] = _triangular_solve
 impl_rules[dec.lu_p] = _lu
@@ -275,3 +294,4 @@ impl_rules[dec.geqrf_p] = _geqrf
 impl_rules[dec.eigh_p] = _eigh
 impl_rules[dec.svd_p] = _svd
 impl_rules[dec.eig_p] = _eig
+impl_rules[dec.schur_p] = _schur

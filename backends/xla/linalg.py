@@ -1,5 +1,5 @@
 """XLA lowerings of dot_general and the decompositions (cholesky, triangular_solve, lu, qr,
-geqrf, eigh, svd, eig; eig runs on jax's CPU and GPU only).
+geqrf, eigh, svd, eig, schur; eig runs on jax's CPU and GPU only, schur on its CPU only).
 
 dot_general: both operands converted to the result dtype (fnad's rule,
 linalg.dot_general_result_dtype), float16/bfloat16 accumulated in float32 as the numpy
@@ -121,6 +121,10 @@ def _eig(x, **params):
     return list(lax_linalg.eig(x, **params))
 
 
+def _schur(x, *, compute_schur_vectors):
+    return list(lax_linalg.schur(x, compute_schur_vectors=compute_schur_vectors))
+
+
 def _floats_in_compute_dtype(fn):
     """fn (several outputs, some real, some integer) on float16/bfloat16 operands computed in
     float32, its float32 outputs cast back to the operand's dtype."""
@@ -145,3 +149,4 @@ impl_rules[dec.geqrf_p] = eager(_floats_in_compute_dtype(_geqrf))
 impl_rules[dec.eigh_p] = eager(_floats_in_compute_dtype(_eigh))
 impl_rules[dec.svd_p] = eager(_floats_in_compute_dtype(_svd))
 impl_rules[dec.eig_p] = eager(_floats_in_compute_dtype(_eig))
+impl_rules[dec.schur_p] = eager(_floats_in_compute_dtype(_schur))

@@ -15,7 +15,7 @@ returns, with JAX's keys, counted as XLA's HloCostAnalysis counts them:
                      for a Cholesky, 2n³/3 for an LU, n²·m for a triangular solve;
                      8·Π⌊log2 nᵢ⌋ per input element of an FFT over lengths nᵢ (XLA's
                      4 complex multiply-adds per element and level); LAPACK's textbook
-                     counts for qr, geqrf, eigh, svd and eig (at their rules; XLA's CPU code
+                     counts for qr, geqrf, eigh, svd, eig and schur (at their rules; XLA's CPU code
                      calls LAPACK there and counts no flops)
     transcendentals  one per output element of exp, log, tanh, logistic, sqrt, rsqrt,
                      the trigonometric functions, erf, pow ... (not counted in flops);
@@ -176,7 +176,7 @@ def _svd(eqn: JaxprEqn):             # Golub & Van Loan (m >= n): values 4mn² -
 
 
 def _eig(eqn: JaxprEqn):                               # Hessenberg QR: 10n³, 25n³ with
-    return _cubed(25 if len(eqn.outvars) > 1 else 10)(eqn)        # eigenvectors
+    return _cubed(25 if len(eqn.outvars) > 1 else 10)(eqn)        # eigen- / Schur vectors
 
 
 cost_rules.update({
@@ -196,6 +196,7 @@ cost_rules.update({
     decompositions.eigh_p: _cubed(9),                 # symmetric QR with vectors: 9n³
     decompositions.svd_p: _svd,
     decompositions.eig_p: _eig,
+    decompositions.schur_p: _eig,                     # the same Hessenberg QR iterations
 })
 
 

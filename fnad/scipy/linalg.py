@@ -27,7 +27,8 @@ Math (as JAX unless said):
               xLARFG conventions (so JAX's values), in fnad.numpy operations (differentiable)
 The special matrices with a static size (hilbert, invhilbert, pascal, invpascal, helmert,
 hadamard, dft) are computed exactly on the host (integer binomials) and become constants.
-Not here: schur, rsf2csf, sqrtm, funm, solve_sylvester (fnad has no Schur decomposition).
+schur, rsf2csf, sqrtm, funm, solve_sylvester: in _schur.py (on lax.linalg.schur), re-exported
+here; sqrtm and solve_sylvester are differentiable (JAX's are not).
 """
 from __future__ import annotations
 
@@ -47,14 +48,15 @@ from fnad.core import Array
 from fnad.numpy import linalg as jnp_linalg
 from fnad.numpy._core import promote_dtypes, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
+from fnad.scipy._schur import funm, rsf2csf, schur, solve_sylvester, sqrtm
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "det", "dft", "eigh", "eigh_tridiagonal", "expm",
-           "expm_frechet", "fiedler", "fiedler_companion", "hadamard", "hankel", "helmert",
-           "hessenberg",
+           "expm_frechet", "fiedler", "fiedler_companion", "funm", "hadamard", "hankel",
+           "helmert", "hessenberg",
            "hilbert", "inv", "invhilbert", "invpascal", "leslie", "lu", "lu_factor",
-           "lu_solve", "pascal", "polar", "qr", "qr_multiply", "solve", "solve_triangular",
-           "svd", "toeplitz"]
+           "lu_solve", "pascal", "polar", "qr", "qr_multiply", "rsf2csf", "schur", "solve",
+           "solve_sylvester", "solve_triangular", "sqrtm", "svd", "toeplitz"]
 
 _HIGHEST = lax.Precision.HIGHEST
 

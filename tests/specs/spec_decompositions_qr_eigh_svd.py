@@ -1,4 +1,4 @@
-"""Specs of qr, geqrf, eigh, svd and eig (primitives/decompositions.py).
+"""Specs of qr, geqrf, eigh, svd, eig and schur (primitives/decompositions.py).
 
 Q and R come out of LAPACK's Householder QR as jax's do (diag R real), so the specs return
 them as they are. Eigenvectors and singular vectors are unique only up to a sign (a phase
@@ -8,7 +8,9 @@ element then real and positive; vh's rows times the conjugate factor, so u diag(
 unchanged. eig's vectors are normalized by LAPACK's geev (norm 1, largest component real),
 and its derivative is that of this choice (jax's), so they are compared as they are.
 The extra columns of a full U (m > n) are any basis of the complement of its
-first k: their spec returns the projector onto them, which is unique.
+first k: their spec returns the projector onto them, which is unique. Schur's T and Z are
+not unique either: its spec returns Z T Zᴴ, Zᴴ Z and T below its first subdiagonal, which
+are (a, I, 0).
 Matrices are drawn with well-separated eigenvalues / singular values (so finite
 differences and the 1/(wⱼ - wᵢ) terms are tame). References are numpy.linalg and scipy per
 matrix.
@@ -227,6 +229,23 @@ def eig(shape, dtype=f32, name="", left=False, right=True, **kw):
                 jax_fun=lambda jax, x: jax.lax.linalg.eig(x, **kwargs), name=name, **tol)
 
 
+# ---- schur: not unique, not differentiable (as jax) ----------------------------------------
+def schur(shape, dtype=f32, name=""):
+    """Behind stop_gradient: its JVP raises for any tangent but a symbolic zero
+    (tests/test_scipy_linalg_schur.py checks that error)."""
+    def parts(np_, t, z):
+        zh = np_.conj(_mT(np_, z))
+        return z @ t @ zh, zh @ z, np_.tril(t, -2)
+
+    def ref(x):
+        eye = np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape)
+        return x, eye, np.zeros_like(x)
+    return Spec(dec.schur_p, lambda x: parts(fnp, *dec.schur(lax.stop_gradient(x))), ref,
+                (Arg(shape, dtype, (-1, 1)),),
+                jax_fun=lambda jax, x: parts(jax.numpy, *jax.lax.linalg.schur(x)),
+                diff=(), name=name, rtol=1e-4, atol=1e-5)
+
+
 SPECS = [
     qr((4, 3), name="tall-reduced", full_matrices=False),
     qr((4, 3), name="tall-full"),
@@ -270,4 +289,5 @@ SPECS = [
     eig((2, 3, 3), name="batched-left", left=True, right=False),
     eig((3, 3), c64, name="complex64-right"),
     eig((2, 3, 3), c64, name="complex64-batched-values-only", right=False),
+    schur((2, 4, 4), name="batched"),
 ]
