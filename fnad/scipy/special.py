@@ -396,3 +396,16 @@ __all__ += ["exp1", "expi", "expn"]
 __all__ += ["bernoulli", "beta", "betainc", "boxcox", "boxcox1p", "comb", "dawsn", "erfcx",
             "factorial", "gamma", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "loggamma",
             "poch", "rel_entr", "spence", "zeta"]
+
+from fnad.scipy._special_more2 import (  # noqa: E402
+    bessel_jn,
+    fresnel,
+    hyp1f1,
+    hyp2f1,
+    owens_t,
+    sici,
+    sph_harm_y,
+    wofz,
+)
+
+__all__ += ["bessel_jn", "fresnel", "hyp1f1", "hyp2f1", "owens_t", "sici", "sph_harm_y", "wofz"]
