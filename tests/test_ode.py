@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from checks import TEST_BACKEND
 
 import fnad
 import fnad.numpy as fnp
@@ -15,6 +16,14 @@ import jax.numpy as jnp  # noqa: E402
 from jax.experimental.ode import odeint as jax_odeint  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("x64")
+
+
+@pytest.fixture(autouse=True)
+def _jit_on_the_test_backend():
+    """odeint is jitted (as jax's): on the test backend, so that each test does not compile
+    numba programs (tests/test_jit_backends.py covers the numba code of while and scan)."""
+    with fnad.config.override(jax_jit_backend=TEST_BACKEND):
+        yield
 TS = np.linspace(0.0, 3.0, 7)
 
 

@@ -6,6 +6,7 @@ import io
 
 import numpy as np
 import pytest
+from checks import traced
 
 import fnad
 import fnad.numpy as fnp
@@ -52,7 +53,7 @@ def test_put_place_mask_indices():
     with pytest.raises(ValueError, match="inplace=False"):
         fnp.place(x, x > 1, v)
     with pytest.raises(fnad.ConcretizationTypeError, match="mask must be concrete"):
-        fnad.jit(lambda m: fnp.place(x, m, v, inplace=False))(x > 1)
+        traced(lambda m: fnp.place(x, m, v, inplace=False))(x > 1)
     with pytest.raises(NotImplementedError, match="mode='raise'"):
         fnp.put(x, ind, v, mode="raise", inplace=False)
 
@@ -99,7 +100,7 @@ def test_diagflat_trim_zeros_unwrap():
     with pytest.raises(ValueError, match="'f' and 'b'"):
         fnp.trim_zeros(z, "x")
     with pytest.raises(fnad.ConcretizationTypeError):
-        fnad.jit(fnp.trim_zeros)(z)
+        traced(fnp.trim_zeros)(z)
     th = (np.cumsum(RNG.uniform(0, 5, 20)) % (2 * np.pi)).astype(np.float32)
     same(fnp.unwrap(th), jjnp.unwrap(th), rtol=1e-5)
     same(fnp.unwrap(np.stack([th, th]), axis=1, discont=4.0),
@@ -122,7 +123,7 @@ def test_packbits_unpackbits(axis, bitorder):
     for count in (5, -3, 20, 0):
         same(fnp.unpackbits(packed, axis=axis, count=count, bitorder=bitorder),
              jjnp.unpackbits(packed, axis=axis, count=count, bitorder=bitorder))
-    same(fnad.jit(lambda v: fnp.packbits(v, axis=axis, bitorder=bitorder))(b), packed)
+    same(traced(lambda v: fnp.packbits(v, axis=axis, bitorder=bitorder))(b), packed)
     with pytest.raises(TypeError, match="uint8"):
         fnp.unpackbits(b.astype(np.int32))
     with pytest.raises(ValueError, match="bitorder"):
@@ -170,10 +171,10 @@ def test_roots_and_polyfit():
     p = np.array([0.0, 0.0, 1.0, -6.0, 11.0, -6.0], np.float32)
     same(fnp.roots(p), jjnp.roots(p), rtol=1e-5)
     same(fnp.roots(p, strip_zeros=False), jjnp.roots(p, strip_zeros=False), rtol=1e-5)
-    same(fnad.jit(lambda q: fnp.roots(q, strip_zeros=False))(p),
+    same(traced(lambda q: fnp.roots(q, strip_zeros=False))(p),
          jjnp.roots(p, strip_zeros=False), rtol=1e-5)
     with pytest.raises(fnad.ConcretizationTypeError, match="strip_zeros=False"):
-        fnad.jit(fnp.roots)(p)
+        traced(fnp.roots)(p)
     same(fnp.poly(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)),
          jjnp.poly(np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)), rtol=1e-5)
     x = np.linspace(0, 1, 20).astype(np.float32)
