@@ -27,9 +27,9 @@ def raises_with(fn, *words, exc=ShapeError) -> str:
 TEST_BACKEND = os.environ.get("FNAD_TEST_BACKEND", "numpy")
 
 
-def traced(f):
+def traced(f, **jit_kwargs):
     """f run through jit on TEST_BACKEND: its arguments become tracers, then compiled."""
-    return fnad.jit(f, backend=TEST_BACKEND)
+    return fnad.jit(f, backend=TEST_BACKEND, **jit_kwargs)
 
 
 @contextlib.contextmanager

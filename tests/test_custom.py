@@ -847,13 +847,13 @@ def test_rules_that_create_constants_inside_jit_scan_cond_and_while():
     from fnad import lax
     h, q = _const_rules()
     x = np.array([1.0, 1.0], np.float32)
-    np.testing.assert_allclose(fnad.grad(fnad.jit(lambda v: h(v).sum()))(x), np.cos(x) * [1, 2])
-    np.testing.assert_allclose(fnad.grad(fnad.jit(lambda v: q(v).sum()))(x), [1.0, 3.0])
+    np.testing.assert_allclose(fnad.grad(traced(lambda v: h(v).sum()))(x), np.cos(x) * [1, 2])
+    np.testing.assert_allclose(fnad.grad(traced(lambda v: q(v).sum()))(x), [1.0, 3.0])
 
     def scanned(v):
         return lax.scan(lambda c, _: (q(c), c.sum()), v, None, length=3)[0].sum()
     want = np.array([8.0, 216.0])          # ct through r = 4x, 2x, x with bwd's [1, 3]
-    for f in (fnad.grad(scanned), fnad.jit(fnad.grad(scanned))):
+    for f in (fnad.grad(scanned), traced(fnad.grad(scanned))):
         np.testing.assert_allclose(f(x), want)
     np.testing.assert_allclose(fnad.vmap(fnad.grad(scanned))(np.stack([x, 2 * x])),
                                [want, want * 8])              # r triples in x: 2³

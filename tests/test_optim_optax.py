@@ -426,7 +426,7 @@ def test_jit_train_step_with_new_optimizer():
     def loss(p):
         return jnp.mean((x @ p["w"] + p["b"] - y) ** 2)
 
-    @fnad.jit
+    @traced
     def train_step(p, s):
         val, g = fnad.value_and_grad(loss)(p)
         u, s = tx.update(g, s, p)
