@@ -397,11 +397,10 @@ __all__ += ["bernoulli", "beta", "betainc", "boxcox", "boxcox1p", "comb", "dawsn
             "factorial", "gamma", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "loggamma",
             "poch", "rel_entr", "spence", "zeta"]
 
+from fnad.scipy._hypergeometric import hyp1f1, hyp2f1  # noqa: E402
 from fnad.scipy._special_more2 import (  # noqa: E402
     bessel_jn,
     fresnel,
-    hyp1f1,
-    hyp2f1,
     owens_t,
     sici,
     sph_harm_y,
