@@ -26,6 +26,8 @@ from fnad.tracing import eval_shape, make_jaxpr, named_call, named_scope, typeof
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 from fnad.dtypes import float0
+from fnad import sharding  # noqa: F401,E402
+from fnad.sharding import NamedSharding, P, make_mesh, set_mesh, shard_map  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "checkpoint_policies",
@@ -37,6 +39,7 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "local_devices", "log_compiles", "make_jaxpr", "named_call", "named_scope",
            "numpy_rank_promotion", "pmap", "print_environment_info", "pure_callback", "remat",
            "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
+__all__ += ["NamedSharding", "P", "make_mesh", "set_mesh", "shard_map"]
 
 
 def __getattr__(name: str):

@@ -677,6 +677,13 @@ class Array:
         from fnad.devices import device_of
         return device_of(self)
 
+    @property
+    def sharding(self):
+        """Its sharding: a SingleDeviceSharding of its device (fnad runs on one device, so
+        a NamedSharding given to device_put is not kept: every sharding is replicated)."""
+        from fnad.sharding import SingleDeviceSharding
+        return SingleDeviceSharding(self.device)
+
     def copy_to_host_async(self) -> None:
         """Accepted as in JAX; `np.asarray(x)` copies when it is called (a no-op here)."""
 

@@ -189,14 +189,28 @@ def _backend_of(device) -> Any:
         return get_backend(device.backend)
     if isinstance(device, str):
         return get_backend(backend_for(device))
-    raise TypeError(f"device_put: expected a backend name or an fnad Device, got "
-                    f"{type(device).__name__}")
+    from fnad.sharding import Sharding
+    if isinstance(device, Sharding):
+        return get_backend(device._device.backend)
+    raise TypeError(f"device_put: expected a backend name or an fnad Device (or a Sharding of "
+                    f"fnad.sharding), got {type(device).__name__}")
 
 
 def device_put(x, device: Device | str | None = None):
-    """Every leaf of `x` as an Array on `device` (a backend name or Device; default: the
-    default backend). Values already there are returned as they are."""
+    """Every leaf of `x` as an Array on `device` (a backend name, Device, or a Sharding of
+    fnad.sharding — NamedSharding, SingleDeviceSharding — or a PartitionSpec over the current
+    mesh, as in JAX: its device's backend, after checking a NamedSharding's spec against
+    each leaf's rank; default: the default backend). Values already there are returned as
+    they are."""
+    from fnad import sharding
+    if isinstance(device, sharding.PartitionSpec):
+        device = sharding._as_sharding(device, "device_put")
     backend = _backend_of(device)
+    if isinstance(device, sharding.NamedSharding):
+        for i, leaf in enumerate(tree_util.tree_leaves(x)):
+            shape = core.get_aval(leaf).shape
+            sharding._check_rank(device.spec, len(shape), f"device_put with spec "
+                                 f"{device.spec!r}", f"leaf {i}, of shape {shape},")
 
     def put(leaf):
         if type(leaf) is Array:

@@ -38,6 +38,7 @@ from fnad.primitives.windowed import *  # noqa: F401,F403
 from fnad.primitives.windowed import init_like as _init_like
 from fnad.primitives.windowed import max_identity as _max_identity
 from fnad.primitives.windowed import min_identity as _min_identity
+from fnad.sharding import with_sharding_constraint  # noqa: F401
 
 
 def stop_gradient(x):
@@ -259,11 +260,6 @@ def optimization_barrier(operand, /):
     fnad's passes do not move computations across equations in ways this would stop, so
     it is the identity."""
     return operand
-
-
-def with_sharding_constraint(x, shardings):
-    """`x` unchanged: fnad has one device per backend and no sharding."""
-    return x
 
 
 def empty(shape, dtype, *, out_sharding=None):
