@@ -195,3 +195,57 @@ def test_sequential_vmap_under_jit(backend, method):
     f = fnad.jit(fnad.vmap(lambda r: fnad.pure_callback(lambda v: np.asarray(v) * 2, SDS, r,
                                                         vmap_method=method)), backend=backend)
     np.testing.assert_array_equal(np.asarray(f(rows)), rows * 2)
+
+
+# ---- io_callback ------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_io_callback_runs_in_order_even_when_unused(backend):
+    """Effects: kept by dead-code elimination under jit on every backend, called in program
+    order with the values of that point, its result usable."""
+    if backend == "xla":
+        pytest.importorskip("jax", reason="the xla backend needs jax")
+    from fnad.experimental import io_callback
+    log = []
+
+    def record(tag, x):
+        log.append((tag, np.asarray(x).copy()))
+        return np.asarray(x).sum(dtype=F32)
+
+    def f(x):
+        io_callback(lambda v: record("unused", v), fnad.ShapeDtypeStruct((), F32), x)
+        y = jnp.sin(x)
+        s = io_callback(lambda v: record("used", v), fnad.ShapeDtypeStruct((), F32), y,
+                        ordered=True)
+        return y * s
+    got = fnad.jit(f, backend=backend)(X)
+    np.testing.assert_allclose(got, np.sin(X) * np.sin(X).sum(), rtol=1e-6)
+    assert [t for t, _ in log] == ["unused", "used"]
+    np.testing.assert_allclose(log[0][1], X)
+    np.testing.assert_allclose(log[1][1], np.sin(X), rtol=1e-6)
+    eqns = fnad.make_jaxpr(f)(X).jaxpr.eqns
+    assert sum(e.primitive.name == "io_callback" for e in eqns) == 2
+
+
+def test_io_callback_vmap_grad_and_errors():
+    from fnad.experimental import io_callback
+    calls = []
+
+    def host(v):
+        calls.append(np.asarray(v).copy())
+        return np.asarray(v) * 2
+
+    def f(v, ordered=False):
+        return io_callback(host, fnad.ShapeDtypeStruct(v.shape, v.dtype), v, ordered=ordered)
+    xs = np.arange(6, dtype=F32).reshape(3, 2)
+    np.testing.assert_allclose(fnad.vmap(f)(xs), xs * 2)          # one call per member
+    assert len(calls) == 3 and all(c.shape == (2,) for c in calls)
+    with pytest.raises(ValueError, match="Cannot `vmap` ordered IO callback"):
+        fnad.vmap(lambda v: f(v, ordered=True))(xs)
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        fnad.grad(lambda v: f(v).sum())(xs[0])
+    np.testing.assert_allclose(                      # no tangent reaches it: no error
+        fnad.grad(lambda v: (v * f(fnad.lax.stop_gradient(v))).sum())(xs[1]), xs[1] * 2)
+    with pytest.raises(ValueError, match="io_callback: result 0 of host is"):
+        io_callback(host, fnad.ShapeDtypeStruct((3,), F32), xs[0])
+    with pytest.raises(TypeError, match="io_callback: callback must be callable"):
+        io_callback(3, fnad.ShapeDtypeStruct((), F32))

@@ -13,6 +13,7 @@ jax control flow or are inlined:
     name             the identity
     debug_callback   jax.debug.callback, handing the callback fnad Arrays (NumPy backend)
     pure_callback    jax.pure_callback around fnad's eager rule (Arrays in, results checked)
+    io_callback      jax.experimental.io_callback likewise
 
 The ClosedJaxpr's consts become device buffers once, passed to the jitted program as
 arguments (not baked into the XLA program as literals).
@@ -149,6 +150,17 @@ def _pure_callback(eqn, ins, *, callback, result_avals, result_tree, vmap_method
                                   shapes, *ins, vmap_method="sequential"))
 
 
+def _io_callback(eqn, ins, *, callback, result_avals, result_tree, ordered):
+    from jax.experimental import io_callback
+    from fnad.callback import io_callback_eager
+    rule = _host_rule(io_callback_eager, eqn, dict(
+        callback=callback, result_avals=result_avals, result_tree=result_tree,
+        ordered=ordered))
+    shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in result_avals]
+    return list(io_callback(lambda *vals: [np.asarray(o._value) for o in rule(*vals)],
+                            shapes, *ins, ordered=ordered))
+
+
 _higher_order = {
     "cond": _cond,
     "scan": _scan,
@@ -162,6 +174,7 @@ _higher_order = {
     "name": _name,
     "debug_callback": _debug_callback,
     "pure_callback": _pure_callback,
+    "io_callback": _io_callback,
 }
 
 

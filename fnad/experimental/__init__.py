@@ -1,6 +1,8 @@
-"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`) and the
-`enable_x64` / `disable_x64` context managers."""
+"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`), `io_callback`
+(fnad/callback.py) and the `enable_x64` / `disable_x64` context managers."""
 import contextlib as _contextlib
+
+from fnad.callback import io_callback
 
 
 @_contextlib.contextmanager
@@ -16,4 +18,4 @@ def disable_x64():
     return enable_x64(False)
 
 
-__all__ = ["disable_x64", "enable_x64"]
+__all__ = ["disable_x64", "enable_x64", "io_callback"]
