@@ -16,7 +16,7 @@ from fnad import core as _core
 from fnad import dtypes as _dtypes
 from fnad import tree_util
 from fnad.core import get_aval as _get_aval
-from fnad.primitives import decompositions as linalg  # noqa: F401  (as jax.lax.linalg)
+from fnad import lax_linalg as linalg  # noqa: F401  (as jax.lax.linalg)
 from fnad.primitives import elementwise as _ew
 from fnad.primitives import logic as _logic
 from fnad.primitives import reductions as _red

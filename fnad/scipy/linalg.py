@@ -249,14 +249,9 @@ def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True) -> tuple[
 
 def _pivots_to_permutation(pivots, m: int):
     """perm [..., m] with A[perm] = L U from LAPACK's row swaps (row i <-> pivots[i])."""
-    idx = jnp.arange(m, dtype=pivots.dtype)
-    perm = jnp.broadcast_to(idx, pivots.shape[:-1] + (m,))
-    for i in range(pivots.shape[-1]):                                    # the swaps, in order
-        j = pivots[..., i:i + 1]                                           # [..., 1]
-        at_i = perm[..., i:i + 1]
-        at_j = jnp.take_along_axis(perm, j, axis=-1)
-        perm = jnp.where(idx == i, at_j, jnp.where(idx == j, at_i, perm))
-    return perm
+    from fnad.lax_linalg import lu_pivots_to_permutation
+    return lu_pivots_to_permutation(jnp.asarray(pivots).astype(np.int32), m).astype(
+        jnp.asarray(pivots).dtype)
 
 
 def _lu_solve_2d(lu_, perm, b, trans: int):
