@@ -53,18 +53,27 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes, *args,
     match; the result comes back as fnad Arrays in that pytree. The callback must be pure:
     fnad may skip it when nothing reads its result, and calls it per `vmap_method` under
     vmap (see the module docstring). `sharding` is accepted (fnad runs on one device)."""
-    if not callable(callback):
-        raise TypeError(f"pure_callback: callback must be callable, got "
-                        f"{type(callback).__name__}")
+    _check_callable("pure_callback", callback)
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
         raise ValueError(f"pure_callback: vmap_method must be None or one of {VMAP_METHODS}, "
                          f"got {vmap_method!r}")
-    result_avals, result_tree = _result_avals("pure_callback", result_shape_dtypes)
+    return _bind(pure_callback_p, callback, result_shape_dtypes, args, kwargs,
+                 vmap_method=vmap_method)
+
+
+def _check_callable(kind: str, callback) -> None:
+    if not callable(callback):
+        raise TypeError(f"{kind}: callback must be callable, got {type(callback).__name__}")
+
+
+def _bind(prim, callback, result_shape_dtypes, args, kwargs, **params):
+    """Bind a callback primitive (pure_callback, io_callback) on the array leaves of args
+    and kwargs; its results in result_shape_dtypes' pytree."""
+    result_avals, result_tree = _result_avals(prim.name, result_shape_dtypes)
     in_tree, dyn, static = _split_args(args, kwargs)
     name = getattr(callback, "__name__", type(callback).__name__)
-    outs = pure_callback_p.bind(*dyn, callback=_Callback(callback, in_tree, static, name),
-                                result_avals=result_avals, result_tree=result_tree,
-                                vmap_method=vmap_method)
+    outs = prim.bind(*dyn, callback=_Callback(callback, in_tree, static, name),
+                     result_avals=result_avals, result_tree=result_tree, **params)
     return tree_util.tree_unflatten(result_tree, outs)
 
 
@@ -180,16 +189,9 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes, *args, shardi
     Not differentiable (an error when a tangent reaches it, as in JAX); under vmap an
     unordered callback is called once per batch member, in order, and an ordered one is an
     error (as in JAX). `sharding` is accepted (fnad runs on one device)."""
-    if not callable(callback):
-        raise TypeError(f"io_callback: callback must be callable, got "
-                        f"{type(callback).__name__}")
-    result_avals, result_tree = _result_avals("io_callback", result_shape_dtypes)
-    in_tree, dyn, static = _split_args(args, kwargs)
-    name = getattr(callback, "__name__", type(callback).__name__)
-    outs = io_callback_p.bind(*dyn, callback=_Callback(callback, in_tree, static, name),
-                              result_avals=result_avals, result_tree=result_tree,
-                              ordered=bool(ordered))
-    return tree_util.tree_unflatten(result_tree, outs)
+    _check_callable("io_callback", callback)
+    return _bind(io_callback_p, callback, result_shape_dtypes, args, kwargs,
+                 ordered=bool(ordered))
 
 
 def io_callback_abstract_eval(*avals, callback, result_avals, result_tree, ordered):
