@@ -298,7 +298,7 @@ HIGHER_ORDER_TESTS = {
     "all_gather": "test_collectives.py", "psum_scatter": "test_collectives.py",
     "all_to_all": "test_collectives.py", "ppermute": "test_collectives.py",
     "axis_index": "test_collectives.py", "custom_linear_solve": "test_solves.py",
-    "custom_vmap_call": "test_custom_batching.py",
+    "custom_vmap_call": "test_custom_batching.py", "check": "test_checkify.py",
 }
 
 

@@ -1,5 +1,5 @@
-"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`), `io_callback`
-(fnad/callback.py) and the `enable_x64` / `disable_x64` context managers."""
+"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`, `checkify`),
+`io_callback` (fnad/callback.py) and the `enable_x64` / `disable_x64` context managers."""
 import contextlib as _contextlib
 
 from fnad.callback import io_callback

@@ -1,0 +1,517 @@
+"""fnad.experimental.checkify: functionalized runtime checks, as jax.experimental.checkify.
+
+`checkify(f, errors)` traces `f` to a jaxpr and re-runs it equation by equation, binding each
+primitive normally and threading an error state (flag, code, one payload per check site)
+through it; the first failed check wins. `g = checkify(f)` is a pure function of arrays, so
+jit, vmap and grad of `g` work. Error sets are frozensets of error classes, combined with
+`|` and `-`: `user_checks`, `nan_checks`, `div_checks`, `index_checks`, `float_checks`,
+`automatic_checks`, `all_checks`.
+
+Supported: `check` (eager: raises JaxRuntimeError at once; staged without checkify: the
+"not functionalized" ValueError at trace time, as jax), NaNs made by any primitive, integer
+div/rem by zero, out-of-bounds start indices of dynamic_slice / dynamic_update_slice (fnad's
+`x[i]` lowers to dynamic_slice); checks inside cond/switch branches, scan and while_loop
+bodies, jit and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages
+are jax's, "at mapped index i: ..." lines included.
+Differences from jax / not supported:
+- gather/scatter indices are not checked (index_checks covers dynamic_slice and
+  dynamic_update_slice only);
+- while_loop's cond_fun is not checked (a `check` there raises NotImplementedError);
+- custom_jvp / custom_vjp calls are bound unchanged, so their bodies are not checked (a
+  `check` inside raises NotImplementedError); a NaN they make is reported as made by
+  custom_jvp_call / custom_vjp_call (jax names the primitive inside);
+- (as jax) a `check` under vmap *inside* the checkified function reports one member, the
+  last failing one; vmap *of* the checkified function reports every failing member;
+- format arguments may be Python scalars (jax asks for arrays);
+- a jit function first traced inside checkify keeps its staged `check` in jit's cache;
+  calling it later outside checkify checks eagerly (JaxRuntimeError when the check fails)
+  where jax raises the "not functionalized" ValueError.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import fnad.numpy as jnp
+from fnad import core, tree_util
+from fnad.core import Primitive, abstract_eval_rules, get_aval
+from fnad.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from fnad.tracing import flatten_fun, trace_to_jaxpr, trace_to_subjaxpr
+
+__all__ = ["JaxRuntimeError", "check", "checkify", "Error", "user_checks", "nan_checks",
+           "div_checks", "index_checks", "float_checks", "automatic_checks", "all_checks",
+           "FailedCheckError", "NaNError", "DivisionByZeroError", "OOBError"]
+
+
+class JaxRuntimeError(ValueError):
+    """A failed check (`check` called eagerly, or `Error.throw`)."""
+
+
+class FailedCheckError:
+    """A user `check` failed."""
+
+
+class NaNError:
+    """A primitive produced a NaN from inputs without NaNs."""
+
+
+class DivisionByZeroError:
+    """Integer division (or remainder) by zero."""
+
+
+class OOBError:
+    """An out-of-bounds index."""
+
+
+user_checks = frozenset({FailedCheckError})
+nan_checks = frozenset({NaNError})
+div_checks = frozenset({DivisionByZeroError})
+index_checks = frozenset({OOBError})
+float_checks = nan_checks | div_checks
+automatic_checks = float_checks | index_checks
+all_checks = automatic_checks | user_checks
+
+
+# ---- check -------------------------------------------------------------------------------
+check_p = Primitive("check", multiple_results=True)
+_functionalizing = [0]      # > 0 while checkify traces a function: `check` may be staged
+
+
+def _check_abstract_eval(*avals, msg, fmt_tree):
+    if not _functionalizing[0]:
+        raise ValueError("Cannot abstractly evaluate a checkify.check which was not "
+                         "functionalized. This probably means you tried to stage "
+                         "(jit/scan/pmap/...) a `check` without functionalizing it through "
+                         "`checkify.checkify`.")
+    return []
+
+
+abstract_eval_rules[check_p] = _check_abstract_eval
+core.effectful_primitives.add(check_p)     # no outputs: DCE must keep it
+
+
+def _check_eager(pred, *fmt_values, msg, fmt_tree):
+    pred = np.asarray(pred)
+    if not pred.all():
+        k = _last_failure(pred.ravel())
+        raise JaxRuntimeError(_format(msg, fmt_tree, [_member(v, pred.ndim, k)
+                                                      for v in fmt_values]))
+    return []
+
+
+core.eager_rules[check_p] = _check_eager
+
+
+# Under vmap, `check` is bound with the batch axes leading: pred has shape `batch`, each
+# format argument `batch + its own shape`. A failure reports one member, the last failing
+# one in row-major order, as jax does.
+def _last_failure(flat_pred):
+    """The index of the last False in the 1-D `flat_pred` (numpy or traced)."""
+    xp = np if isinstance(flat_pred, np.ndarray) else jnp
+    n = flat_pred.shape[0]
+    return n - 1 - xp.argmax(xp.logical_not(flat_pred)[::-1])
+
+
+def _member(v, nbatch, k):
+    """Member `k` (row-major over the `nbatch` leading batch axes) of format argument `v`."""
+    if not nbatch:
+        return v
+    shape = get_aval(v).shape
+    xp = np if isinstance(v, np.ndarray) else jnp
+    return xp.reshape(v, (-1,) + tuple(shape[nbatch:]))[k]
+
+
+def _check_jvp(primals, tangents, **params):
+    check_p.bind(*primals, **params)    # a check has no outputs, so no tangents
+    return [], []
+
+
+core.jvp_rules[check_p] = _check_jvp
+
+
+def _check_batch(vals, dims, **params):
+    from fnad.primitives._batching import moveaxis
+    from fnad.primitives.shape_ops import broadcast_in_dim
+    size = next(get_aval(v).shape[d] for v, d in zip(vals, dims) if d is not None)
+    front = []
+    for v, d in zip(vals, dims):
+        if d is None:
+            shape = get_aval(v).shape
+            v = broadcast_in_dim(v, (size,) + shape, tuple(range(1, len(shape) + 1)))
+        else:
+            v = moveaxis(v, d, 0)
+        front.append(v)
+    check_p.bind(*front, **params)
+    return [], []
+
+
+core.batch_rules[check_p] = _check_batch
+
+
+def _format(msg, fmt_tree, values) -> str:
+    args, kwargs = tree_util.tree_unflatten(fmt_tree, [np.asarray(v) for v in values])
+    return msg.format(*args, **kwargs) + " (`check` failed)"
+
+
+def check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
+    """Check that the boolean scalar `pred` holds, else fail with `msg.format(*fmt_args, ...)`.
+
+    Called eagerly with a concrete `pred`, raises JaxRuntimeError at once; traced, it must be
+    functionalized by `checkify` (staging it otherwise raises ValueError, as jax).
+    """
+    try:
+        aval = get_aval(pred)
+    except TypeError:
+        aval = None
+    if aval is None or aval.shape != () or not np.issubdtype(aval.dtype, np.bool_):
+        raise TypeError(f"check takes a scalar pred as argument, got {pred}")
+    if not isinstance(msg, str):
+        raise TypeError(f"check: msg must be a string, got {type(msg).__name__}")
+    leaves, fmt_tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
+    for leaf in leaves:
+        try:
+            get_aval(leaf)
+        except TypeError:
+            raise TypeError("Formatting arguments to checkify.check need to be PyTrees of "
+                            f"arrays, but got {leaf!r} of type {type(leaf)}.") from None
+    if core.current_trace() is core.eval_trace and \
+            not any(isinstance(x, core.Tracer) for x in [pred, *leaves]):
+        if not bool(np.asarray(pred)):
+            raise JaxRuntimeError(_format(msg, fmt_tree, leaves))
+        return
+    check_p.bind(pred, *leaves, msg=msg, fmt_tree=fmt_tree)
+
+
+# ---- the error value ---------------------------------------------------------------------
+class Error:
+    """checkify's error value: `get()` the first failure's message (or None), `throw()` it.
+
+    A pytree (flag, code, payloads); under vmap the leaves carry the batch axes and `get()`
+    reports every failing index, one line each, as jax ("at mapped index i: ...").
+    """
+
+    def __init__(self, flag, code, payloads, sites):
+        self._flag, self._code, self._payloads, self._sites = flag, code, payloads, sites
+
+    def get(self) -> str | None:
+        """The message of the first failed check, or None when every check passed."""
+        leaves = [self._flag, self._code, *self._payloads]
+        if any(isinstance(x, core.Tracer) for x in leaves):
+            raise ValueError("checkify Error.get() needs concrete values; call it outside "
+                             "jit/vmap/grad (return the Error from the transformed function)")
+        flag = np.asarray(self._flag)
+        if flag.ndim:
+            hits = [tuple(int(i) for i in h) for h in np.argwhere(flag)]
+            if not hits:
+                return None
+            return "\n".join(f"at mapped index {', '.join(map(str, h))}: " + self._message(h)
+                             for h in hits)
+        return self._message(()) if flag else None
+
+    def _message(self, idx) -> str:
+        site = self._sites[int(np.asarray(self._code)[idx])]
+        return site.render([np.asarray(p)[idx] for p in self._payloads[site.start:site.stop]])
+
+    def throw(self) -> None:
+        """Raise JaxRuntimeError with the first failure's message, if any."""
+        m = self.get()
+        if m is not None:
+            raise JaxRuntimeError(m)
+
+    def __repr__(self):
+        return f"Error({self.get() if not isinstance(self._flag, core.Tracer) else '<traced>'})"
+
+
+tree_util.register_pytree_node(
+    Error, lambda e: ((e._flag, e._code, *e._payloads), e._sites),
+    lambda sites, ch: Error(ch[0], ch[1], list(ch[2:]), sites))
+
+
+class _Site:
+    """One place that can fail: a message template and its payload slots."""
+
+    def __init__(self, kind, render, avals):
+        self.kind, self.render, self.avals = kind, render, avals
+        self.start = self.stop = 0
+
+
+# ---- which equations can fail ------------------------------------------------------------
+_CALLS = ("jit", "checkpoint")
+_INDEX_PRIMS = {"dynamic_slice": 1, "dynamic_update_slice": 2}   # first index operand
+
+
+def _is_float(aval):
+    return np.issubdtype(aval.dtype, np.inexact)
+
+
+def _sub_closed(eqn):
+    p = eqn.params
+    name = eqn.primitive.name
+    if name == "cond":
+        return list(p["branches"])
+    if name == "scan":
+        return [p["jaxpr"]]
+    if name == "while":
+        return [p["body_jaxpr"]]
+    if name in _CALLS:
+        return [p["jaxpr"]]
+    return []
+
+
+def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
+    """Give every equation of `jaxpr` (and its sub-jaxprs) that can fail its _Site(s)."""
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        mine = []
+        if name == "check":
+            if FailedCheckError in errors:
+                msg, tree = eqn.params["msg"], eqn.params["fmt_tree"]
+                nb = eqn.invars[0].aval.ndim        # batch axes of a check under vmap
+                mine.append(_Site(FailedCheckError, functools.partial(_format, msg, tree),
+                                  [core.ShapedArray(v.aval.shape[nb:], v.aval.dtype)
+                                   for v in eqn.invars[1:]]))
+        elif name in ("custom_jvp_call", "custom_vjp_call"):
+            if _has_check(eqn.params["call_jaxpr"].jaxpr):
+                raise NotImplementedError(f"checkify: a `check` inside {name} (a custom_jvp/"
+                                          "custom_vjp function) is not supported")
+        elif name == "while" and _has_check(eqn.params["cond_jaxpr"].jaxpr):
+            raise NotImplementedError("checkify: a `check` inside while_loop's cond_fun is "
+                                      "not supported; move it to body_fun")
+        if name in ("div", "rem") and DivisionByZeroError in errors and \
+                np.issubdtype(eqn.invars[1].aval.dtype, np.integer):
+            mine.append(_Site(DivisionByZeroError, lambda v: "division by zero", []))
+        if name in _INDEX_PRIMS and OOBError in errors:
+            shape = tuple(eqn.invars[0].aval.shape)
+            i32 = core.ShapedArray((), np.dtype(np.int32))
+            mine.append(_Site(OOBError, functools.partial(_oob_msg, shape), [i32, i32, i32]))
+        if NaNError in errors and name != "check" and \
+                any(_is_float(v.aval) for v in eqn.outvars):
+            mine.append(_Site(NaNError, lambda v, n=name: f"nan generated by primitive: {n}.",
+                              []))
+        if mine:
+            sites[id(eqn)] = mine
+            order.extend(mine)
+        for sub in _sub_closed(eqn):
+            _collect(sub.jaxpr, errors, sites, order)
+
+
+def _has_check(jaxpr: Jaxpr) -> bool:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "check":
+            return True
+        for p in eqn.params.values():
+            subs = p if isinstance(p, tuple) else (p,)
+            if any(isinstance(s, ClosedJaxpr) and _has_check(s.jaxpr) for s in subs):
+                return True
+    return False
+
+
+def _oob_msg(shape, values):
+    idx, axis, size = (int(v) for v in values)
+    return (f"out-of-bounds indexing for array of shape {shape}: index {idx} is out of "
+            f"bounds for axis {axis} with size {size}. ")
+
+
+# ---- the interpreter ---------------------------------------------------------------------
+class _State:
+    """The error state threaded through the interpreter, as a flat list of arrays."""
+
+    def __init__(self, ctx, flat):
+        self.ctx, self.flat = ctx, list(flat)
+
+    def record(self, site, failed, payload):
+        """First error wins: take `site`'s code and payload where no error happened yet."""
+        flag, code = self.flat[0], self.flat[1]
+        new = jnp.logical_and(failed, jnp.logical_not(flag))
+        self.flat[0] = jnp.logical_or(flag, failed)
+        self.flat[1] = jnp.where(new, jnp.int32(site.code), code)
+        for k, v in zip(range(site.start, site.stop), payload):
+            old = self.flat[2 + k]
+            self.flat[2 + k] = jnp.where(new, jnp.asarray(v).astype(old.dtype), old)
+
+
+class _Ctx:
+    def __init__(self, sites, order):
+        self.sites, self.order = sites, order
+        self.avals = [core.ShapedArray((), np.dtype(np.bool_)),
+                      core.ShapedArray((), np.dtype(np.int32))]
+        for code, s in enumerate(order):
+            s.code, s.start = code, len(self.avals) - 2
+            self.avals.extend(s.avals)
+            s.stop = len(self.avals) - 2
+
+    def init(self):
+        return [jnp.zeros(a.shape, a.dtype) for a in self.avals]
+
+
+def _interpret(ctx, jaxpr: Jaxpr, consts, err: list, args) -> tuple[list, list]:
+    env = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    state = _State(ctx, err)
+    for eqn in jaxpr.eqns:
+        ins = [env[v] if type(v) is Var else v.val for v in eqn.invars]
+        mine = ctx.sites.get(id(eqn), [])
+        with core.eqn_source(eqn.source_info):
+            outs = _bind(ctx, state, eqn, ins, mine)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        env.update(zip(eqn.outvars, outs))
+    return state.flat, [env[v] if type(v) is Var else v.val for v in jaxpr.outvars]
+
+
+def _has_sites(ctx, closed) -> bool:
+    """Whether `closed` must be rewritten: it has check sites, or `check`s to drop."""
+    return any(id(e) in ctx.sites or e.primitive.name == "check"
+               or any(_has_sites(ctx, s) for s in _sub_closed(e)) for e in closed.jaxpr.eqns)
+
+
+def _wrap(ctx, closed, description="checkify"):
+    """`closed` as a sub-jaxpr (err, *ins) -> (err, *outs), plus the consts it closes over."""
+    n = len(ctx.avals)
+
+    def fun(*a):
+        e, o = _interpret(ctx, closed.jaxpr, closed.consts, list(a[:n]), a[n:])
+        return [*e, *o]
+    return trace_to_subjaxpr(fun, list(ctx.avals) + list(closed.in_avals), description)
+
+
+def _bind(ctx, state, eqn, ins, mine):
+    name, params = eqn.primitive.name, eqn.params
+    n = len(ctx.avals)
+    if name == "check":
+        pred = jnp.asarray(ins[0])
+        flat = jnp.reshape(pred, (-1,))
+        k = _last_failure(flat) if pred.ndim else None
+        for site in mine:
+            state.record(site, jnp.logical_not(jnp.all(flat)),
+                         [_member(v, pred.ndim, k) for v in ins[1:]])
+        return []
+    if name in _CALLS and _has_sites(ctx, params["jaxpr"]):
+        closed, consts = _wrap(ctx, params["jaxpr"])
+        outs = eqn.primitive.bind(*consts, *state.flat, *ins, **dict(params, jaxpr=closed))
+        state.flat, outs = list(outs[:n]), outs[n:]
+    elif name == "scan" and _has_sites(ctx, params["jaxpr"]):
+        nc = params["num_consts"]
+        body = params["jaxpr"]
+        # body invars: consts, carry, xs -> reorder so the error state leads the carry
+        def fun(*a):
+            hc, e, rest = a[:nc], a[nc:nc + n], a[nc + n:]
+            e2, o = _interpret(ctx, body.jaxpr, body.consts, list(e), [*hc, *rest])
+            return [*e2, *o]
+        avals = body.in_avals
+        closed, consts = trace_to_subjaxpr(fun, [*avals[:nc], *ctx.avals, *avals[nc:]],
+                                           "checkify scan body")
+        outs = eqn.primitive.bind(*consts, *ins[:nc], *state.flat, *ins[nc:],
+                                  **dict(params, jaxpr=closed, num_consts=len(consts) + nc,
+                                         num_carry=params["num_carry"] + n))
+        state.flat, outs = list(outs[:n]), outs[n:]
+    elif name == "while" and _has_sites(ctx, params["body_jaxpr"]):
+        cn, bn = params["cond_nconsts"], params["body_nconsts"]
+        cj, bj = params["cond_jaxpr"], params["body_jaxpr"]
+
+        def cond_fun(*a):
+            return eval_jaxpr(cj.jaxpr, cj.consts, *a[:cn], *a[cn + n:])
+
+        def body_fun(*a):
+            e2, o = _interpret(ctx, bj.jaxpr, bj.consts, list(a[bn:bn + n]),
+                               [*a[:bn], *a[bn + n:]])
+            return [*e2, *o]
+        carry_avals = cj.in_avals[cn:]
+        cclosed, cconsts = trace_to_subjaxpr(cond_fun, [*cj.in_avals[:cn], *ctx.avals,
+                                                        *carry_avals], "checkify cond")
+        bclosed, bconsts = trace_to_subjaxpr(body_fun, [*bj.in_avals[:bn], *ctx.avals,
+                                                        *carry_avals], "checkify body")
+        outs = eqn.primitive.bind(*cconsts, *ins[:cn], *bconsts, *ins[cn:cn + bn],
+                                  *state.flat, *ins[cn + bn:],
+                                  cond_jaxpr=cclosed, body_jaxpr=bclosed,
+                                  cond_nconsts=len(cconsts) + cn,
+                                  body_nconsts=len(bconsts) + bn)
+        state.flat, outs = list(outs[:n]), outs[n:]
+    elif name == "cond" and any(_has_sites(ctx, b) for b in params["branches"]):
+        wrapped = [_wrap(ctx, b, description="checkify branch") for b in params["branches"]]
+        all_consts = [c for _, cs in wrapped for c in cs]
+        branches = []
+        for i, (closed, cs) in enumerate(wrapped):
+            j = closed.jaxpr
+            invars = []
+            for k, (_, other) in enumerate(wrapped):
+                invars += (j.invars[:len(cs)] if k == i
+                           else [Var(get_aval(c)) for c in other])
+            invars += j.invars[len(cs):]
+            branches.append(ClosedJaxpr(Jaxpr([], invars, j.eqns, j.outvars), []))
+        outs = eqn.primitive.bind(ins[0], *all_consts, *state.flat, *ins[1:],
+                                  branches=tuple(branches))
+        state.flat, outs = list(outs[:n]), outs[n:]
+    else:
+        outs = eqn.primitive.bind(*ins, **params)
+    outs_l = outs if eqn.primitive.multiple_results else [outs]
+    for site in mine:
+        if site.kind is DivisionByZeroError:
+            state.record(site, jnp.any(ins[1] == 0), [])
+        elif site.kind is OOBError:
+            _record_oob(state, site, eqn, ins)
+        elif site.kind is NaNError:
+            made = jnp.any(jnp.array([jnp.any(jnp.isnan(o)) for o in outs_l
+                                      if _is_float(get_aval(o))]))
+            had = [jnp.any(jnp.isnan(x)) for x in ins if _is_float(get_aval(x))]
+            if had:
+                made = jnp.logical_and(made, jnp.logical_not(jnp.any(jnp.array(had))))
+            state.record(site, made, [])
+    return outs
+
+
+def _record_oob(state, site, eqn, ins):
+    first = _INDEX_PRIMS[eqn.primitive.name]
+    shape = eqn.invars[0].aval.shape
+    if eqn.primitive.name == "dynamic_slice":
+        sizes = eqn.params["slice_sizes"]
+    else:
+        sizes = eqn.invars[1].aval.shape
+    failed, idx, axis, size = False, 0, 0, 0
+    for ax in reversed(range(len(shape))):     # the lowest failing axis wins
+        i = jnp.asarray(ins[first + ax]).astype(np.int32)
+        bad = jnp.logical_or(i < 0, i + sizes[ax] > shape[ax])
+        idx, axis = jnp.where(bad, i, idx), jnp.where(bad, ax, axis)
+        size = jnp.where(bad, shape[ax], size)
+        failed = jnp.logical_or(bad, failed)
+    state.record(site, failed, [idx, axis, size])
+
+
+# ---- the user wrapper --------------------------------------------------------------------
+def checkify(f, errors=user_checks):
+    """`g` with `g(*args) == (err, f(*args))`: `err` (an Error) holds the first failed check.
+
+    `errors` picks what is checked (a set from this module, e.g. `user_checks |
+    nan_checks`); `g` is a pure function of arrays, usable under jit, vmap and grad.
+    """
+    if not isinstance(errors, frozenset) or not all(
+            e in (FailedCheckError, NaNError, DivisionByZeroError, OOBError) for e in errors):
+        raise TypeError(f"checkify(errors={errors!r}): errors must be a set such as "
+                        "checkify.user_checks | checkify.nan_checks")
+    name = getattr(f, "__name__", type(f).__name__)
+
+    @functools.wraps(f)
+    def checked(*args, **kwargs):
+        flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        avals = []
+        for leaf in flat:
+            try:
+                avals.append(get_aval(leaf))
+            except TypeError:
+                raise TypeError(f"checkify of {name}: argument leaf {leaf!r} of type "
+                                f"{type(leaf).__name__} is not an array") from None
+        flat_fun, out_tree = flatten_fun(f, in_tree)
+        _functionalizing[0] += 1
+        try:
+            closed = trace_to_jaxpr(flat_fun, avals, f"checkify of {name}")
+        finally:
+            _functionalizing[0] -= 1
+        sites, order = {}, []
+        _collect(closed.jaxpr, errors, sites, order)
+        ctx = _Ctx(sites, order)
+        err, outs = _interpret(ctx, closed.jaxpr, closed.consts, ctx.init(), flat)
+        return (Error(err[0], err[1], err[2:], tuple(order)),
+                tree_util.tree_unflatten(out_tree[0], outs))
+
+    return checked
