@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math as _math
 import operator as _operator
+import sys as _sys
 
 import numpy as _np
 
@@ -39,6 +40,8 @@ from fnad.primitives.windowed import init_like as _init_like
 from fnad.primitives.windowed import max_identity as _max_identity
 from fnad.primitives.windowed import min_identity as _min_identity
 from fnad.sharding import with_sharding_constraint  # noqa: F401
+
+_sys.modules[__name__ + ".linalg"] = linalg   # `import fnad.lax.linalg` works too
 
 
 def stop_gradient(x):

@@ -1,5 +1,7 @@
 """Small parts of the top-level API: fnad.errors and fnad.typing (jax.errors, jax.typing),
 fnad.experimental.enable_x64/disable_x64, print_environment_info, float0 and custom_derivatives."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -43,8 +45,17 @@ def test_print_environment_info(capsys):
 
 def test_float0_and_custom_derivatives_names():
     """jax.float0 and jax.custom_derivatives under the same names: the integer input's
-    gradient with allow_int has dtype float0, and custom_derivatives is fnad.custom."""
+    gradient with allow_int has dtype float0, and custom_derivatives holds fnad.custom's
+    objects; fnad.stages and fnad.lax.linalg import as modules, as jax's do."""
     g = fnad.grad(lambda x, i: x * i, argnums=(0, 1), allow_int=True)(2.0, 3)
     assert np.asarray(g[1]).dtype == fnad.float0
     assert fnad.custom_derivatives.custom_jvp is fnad.custom_jvp
     assert fnad.custom_derivatives.SymbolicZero is fnad.custom.SymbolicZero
+    from fnad.custom_derivatives import custom_vjp, custom_vjp_call_p
+    assert custom_vjp is fnad.custom_vjp and custom_vjp_call_p.name == "custom_vjp_call"
+    from fnad.stages import Compiled, Lowered, Traced, Wrapped
+    assert importlib.import_module("fnad.lax.linalg") is fnad.lax.linalg
+    jf = fnad.jit(lambda x: x + 1)
+    low = jf.lower(1.0)
+    assert isinstance(jf, Wrapped) and isinstance(jf.trace(1.0), Traced)
+    assert isinstance(low, Lowered) and isinstance(low.compile(), Compiled)
