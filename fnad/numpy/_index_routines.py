@@ -183,7 +183,8 @@ def take_along_axis(arr, indices, axis: int | None, mode: str | None = None, fil
         return lax.full(out_shape, 0, arr.dtype)
     # Unlike take (NumPy's clip clamps -1 to 0), negative indices always wrap here (as JAX).
     n = arr.shape[axis]
-    gmode, idx = _gather_mode("take_along_axis", mode, _normalize(idx, n, True), n)
+    gmode, idx = _gather_mode("take_along_axis", mode, _normalize(idx, n, True), n,
+                              wrap=False)
     idx = _broadcast_to(_as_index(idx, _index_dtype(arr.shape)), out_shape)
     idx = idx[..., None] if isinstance(idx, np.ndarray) else lax.expand_dims(idx, (arr.ndim,))
     # Dims other than `axis` pair up as batching dims (or, where arr's is 1, collapse).
