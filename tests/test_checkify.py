@@ -231,3 +231,37 @@ def test_check_under_grad_inside_checkify_and_eager_transforms():
     np.testing.assert_allclose(fnad.grad(f)(1.0), np.cos(1.0), rtol=1e-6)
     with pytest.raises(ValueError, match="not functionalized"):
         fnad.jit(fnad.vmap(f))(fnp.array([1.0, 2.0]))
+
+
+_GATHER_SCATTER = {
+    "rows": lambda np_, x, i: x[i],
+    "cols": lambda np_, x, i: x[:, i],
+    "both": lambda np_, x, i: x[i, i],
+    "take": lambda np_, x, i: np_.take(x, i, axis=1),
+    "set": lambda np_, x, i: x.at[i].set(1.0),
+    "add": lambda np_, x, i: x.at[i].add(1.0),
+    "max": lambda np_, x, i: x.at[:, i].max(1.0),
+    "clip_get": lambda np_, x, i: x.at[:, i].get(mode="clip"),
+    "along": lambda np_, x, i: np_.take_along_axis(x, i[:, None], axis=1),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_GATHER_SCATTER))
+@pytest.mark.parametrize("idx", [[0, 2], [0, 5], [-2, 1], [-5, 9], [3, 1]])
+def test_gather_scatter_index_checks_match_jax(op, idx):
+    """The first out-of-bounds entry of a gather's or scatter's indices, in any mode."""
+    f = _GATHER_SCATTER[op]
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    i = np.array(idx + [1] if op == "along" else idx, np.int32)
+    ef = fc.checkify(lambda x, i: f(fnp, x, i), errors=fc.index_checks)(
+        fnp.asarray(x), fnp.asarray(i))[0]
+    ej = jc.checkify(lambda x, i: f(jnp, x, i), errors=jc.index_checks)(
+        jnp.asarray(x), jnp.asarray(i))[0]
+    assert ef.get() == ej.get()
+    if op == "rows":          # under vmap: one line per failing member, as jax
+        ii = np.array([[0, 1], [4, 0], [1, -7]], np.int32)
+        ef = fnad.vmap(fc.checkify(lambda i: f(fnp, fnp.asarray(x), i),
+                                   errors=fc.index_checks))(fnp.asarray(ii))[0]
+        ej = jax.vmap(jc.checkify(lambda i: f(jnp, jnp.asarray(x), i),
+                                  errors=jc.index_checks))(jnp.asarray(ii))[0]
+        assert ef.get() == ej.get()

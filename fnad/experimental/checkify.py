@@ -10,12 +10,11 @@ jit, vmap and grad of `g` work. Error sets are frozensets of error classes, comb
 Supported: `check` (eager: raises JaxRuntimeError at once; staged without checkify: the
 "not functionalized" ValueError at trace time, as jax), NaNs made by any primitive, integer
 div/rem by zero, out-of-bounds start indices of dynamic_slice / dynamic_update_slice (fnad's
-`x[i]` lowers to dynamic_slice); checks inside cond/switch branches, scan and while_loop
-bodies, jit and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages
-are jax's, "at mapped index i: ..." lines included.
+`x[i]` lowers to dynamic_slice), gather and the scatters (`x[idx]`, `x.at[idx]...`, in
+every mode, as jax); checks inside cond/switch branches, scan and while_loop bodies, jit
+and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages are
+jax's, "at mapped index i: ..." lines included.
 Differences from jax / not supported:
-- gather/scatter indices are not checked (index_checks covers dynamic_slice and
-  dynamic_update_slice only);
 - while_loop's cond_fun is not checked (a `check` there raises NotImplementedError);
 - custom_jvp / custom_vjp calls are bound unchanged, so their bodies are not checked (a
   `check` inside raises NotImplementedError); a NaN they make is reported as made by
@@ -239,6 +238,8 @@ class _Site:
 # ---- which equations can fail ------------------------------------------------------------
 _CALLS = ("jit", "checkpoint")
 _INDEX_PRIMS = {"dynamic_slice": 1, "dynamic_update_slice": 2}   # first index operand
+_GATHER_SCATTER = ("gather", "scatter", "scatter_add", "scatter_mul", "scatter_min",
+                   "scatter_max")
 
 
 def _is_float(aval):
@@ -281,7 +282,8 @@ def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
         if name in ("div", "rem") and DivisionByZeroError in errors and \
                 np.issubdtype(eqn.invars[1].aval.dtype, np.integer):
             mine.append(_Site(DivisionByZeroError, lambda v: "division by zero", []))
-        if name in _INDEX_PRIMS and OOBError in errors:
+        if OOBError in errors and (name in _INDEX_PRIMS or (
+                name in _GATHER_SCATTER and np.prod(eqn.invars[1].aval.shape) > 0)):
             shape = tuple(eqn.invars[0].aval.shape)
             i32 = core.ShapedArray((), np.dtype(np.int32))
             mine.append(_Site(OOBError, functools.partial(_oob_msg, shape), [i32, i32, i32]))
@@ -450,7 +452,10 @@ def _bind(ctx, state, eqn, ins, mine):
         if site.kind is DivisionByZeroError:
             state.record(site, jnp.any(ins[1] == 0), [])
         elif site.kind is OOBError:
-            _record_oob(state, site, eqn, ins)
+            if eqn.primitive.name in _INDEX_PRIMS:
+                _record_oob(state, site, eqn, ins)
+            else:
+                _record_gather_scatter_oob(state, site, eqn, ins)
         elif site.kind is NaNError:
             made = jnp.any(jnp.array([jnp.any(jnp.isnan(o)) for o in outs_l
                                       if _is_float(get_aval(o))]))
@@ -476,6 +481,34 @@ def _record_oob(state, site, eqn, ins):
         size = jnp.where(bad, shape[ax], size)
         failed = jnp.logical_or(bad, failed)
     state.record(site, failed, [idx, axis, size])
+
+
+def _window_sizes(eqn) -> tuple:
+    """The window size along each operand dim of a gather or scatter equation."""
+    if eqn.primitive.name == "gather":
+        return tuple(eqn.params["slice_sizes"])
+    dn = eqn.params["dimension_numbers"]
+    updates = eqn.invars[2].aval.shape
+    window = iter(dn.update_window_dims)
+    return tuple(1 if d in dn.inserted_window_dims or d in dn.operand_batching_dims
+                 else updates[next(window)] for d in range(eqn.invars[0].aval.ndim))
+
+
+def _record_gather_scatter_oob(state, site, eqn, ins):
+    """A gather's or scatter's start indices (index vector last) must keep each window
+    inside the operand, whatever its `mode` (as jax's checkify); the first failing entry,
+    row-major, is reported."""
+    dn = eqn.params["dimension_numbers"]
+    dims = dn.start_index_map if eqn.primitive.name == "gather" \
+        else dn.scatter_dims_to_operand_dims
+    shape, sizes = eqn.invars[0].aval.shape, _window_sizes(eqn)
+    upper = np.array([shape[d] - sizes[d] for d in dims], np.int64)
+    idx = jnp.asarray(ins[1]).astype(np.int64)
+    bad = jnp.logical_or(idx < 0, idx > upper)          # upper broadcasts on the last dim
+    k = jnp.argmax(jnp.reshape(bad, (-1,)))
+    axis = jnp.asarray(np.array(dims, np.int32))[k % len(dims)]
+    size = jnp.asarray(np.array(shape, np.int32))[axis]
+    state.record(site, jnp.any(bad), [jnp.reshape(idx, (-1,))[k], axis, size])
 
 
 # ---- the user wrapper --------------------------------------------------------------------
