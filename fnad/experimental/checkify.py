@@ -1,8 +1,11 @@
 """fnad.experimental.checkify: functionalized runtime checks, as jax.experimental.checkify.
 
 `checkify(f, errors)` traces `f` to a jaxpr and re-runs it equation by equation, binding each
-primitive normally and threading an error state (flag, code, one payload per check site)
-through it; the first failed check wins. `g = checkify(f)` is a pure function of arrays, so
+primitive normally and threading an error state through it: a flag and a code per slot
+(one per kind of error and payload types, as jax) and a payload per check site. A slot keeps
+the first failure that reaches it; the error reported is that of the failed slot whose site
+comes first in the program (jax's rule, which in loops need not be the first in time).
+`g = checkify(f)` is a pure function of arrays, so
 jit, vmap and grad of `g` work. Error sets are frozensets of error classes, combined with
 `|` and `-`: `user_checks`, `nan_checks`, `div_checks`, `index_checks`, `float_checks`,
 `automatic_checks`, `all_checks`.
@@ -15,7 +18,6 @@ every mode, as jax); checks inside cond/switch branches, scan and while_loop bod
 and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages are
 jax's, "at mapped index i: ..." lines included.
 Differences from jax / not supported:
-- while_loop's cond_fun is not checked (a `check` there raises NotImplementedError);
 - custom_jvp / custom_vjp calls are bound unchanged, so their bodies are not checked (a
   `check` inside raises NotImplementedError); a NaN they make is reported as made by
   custom_jvp_call / custom_vjp_call (jax names the primitive inside);
@@ -35,7 +37,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import core, tree_util
 from fnad.core import Primitive, abstract_eval_rules, get_aval
-from fnad.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
+from fnad.ir import ClosedJaxpr, Jaxpr, Var
 from fnad.tracing import flatten_fun, trace_to_jaxpr, trace_to_subjaxpr
 
 __all__ = ["JaxRuntimeError", "check", "checkify", "Error", "user_checks", "nan_checks",
@@ -186,31 +188,37 @@ def check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
 class Error:
     """checkify's error value: `get()` the first failure's message (or None), `throw()` it.
 
-    A pytree (flag, code, payloads); under vmap the leaves carry the batch axes and `get()`
-    reports every failing index, one line each, as jax ("at mapped index i: ...").
+    A pytree of arrays: per error slot a flag and the code of the site that set it, then
+    every site's payload. As in jax, each kind of error with its payload's types has its
+    own slot, which keeps the first failure that reached it; `get()` reports the failed
+    slot whose site comes first in the program. Under vmap the leaves carry the batch axes
+    and `get()` reports every failing index, one line each ("at mapped index i: ...").
     """
 
-    def __init__(self, flag, code, payloads, sites):
-        self._flag, self._code, self._payloads, self._sites = flag, code, payloads, sites
+    def __init__(self, leaves, layout):
+        self._leaves, self._layout = list(leaves), layout      # layout: (sites, slots)
 
     def get(self) -> str | None:
         """The message of the first failed check, or None when every check passed."""
-        leaves = [self._flag, self._code, *self._payloads]
-        if any(isinstance(x, core.Tracer) for x in leaves):
+        if any(isinstance(x, core.Tracer) for x in self._leaves):
             raise ValueError("checkify Error.get() needs concrete values; call it outside "
                              "jit/vmap/grad (return the Error from the transformed function)")
-        flag = np.asarray(self._flag)
-        if flag.ndim:
-            hits = [tuple(int(i) for i in h) for h in np.argwhere(flag)]
-            if not hits:
-                return None
-            return "\n".join(f"at mapped index {', '.join(map(str, h))}: " + self._message(h)
-                             for h in hits)
-        return self._message(()) if flag else None
+        sites, slots = self._layout
+        if not slots:
+            return None
+        flags = np.stack([np.asarray(f) for f in self._leaves[0:2 * slots:2]])
+        codes = np.stack([np.asarray(c) for c in self._leaves[1:2 * slots:2]])
+        codes = np.where(flags, codes, np.iinfo(np.int32).max)
+        first, failed = codes.min(axis=0), flags.any(axis=0)
+        payloads = self._leaves[2 * slots:]
 
-    def _message(self, idx) -> str:
-        site = self._sites[int(np.asarray(self._code)[idx])]
-        return site.render([np.asarray(p)[idx] for p in self._payloads[site.start:site.stop]])
+        def message(idx) -> str:
+            site = sites[int(first[idx])]
+            return site.render([np.asarray(p)[idx] for p in payloads[site.start:site.stop]])
+        if failed.ndim:
+            return "\n".join(f"at mapped index {', '.join(map(str, h))}: "
+                             + message(tuple(h)) for h in np.argwhere(failed)) or None
+        return message(()) if failed else None
 
     def throw(self) -> None:
         """Raise JaxRuntimeError with the first failure's message, if any."""
@@ -219,12 +227,12 @@ class Error:
             raise JaxRuntimeError(m)
 
     def __repr__(self):
-        return f"Error({self.get() if not isinstance(self._flag, core.Tracer) else '<traced>'})"
+        traced = any(isinstance(x, core.Tracer) for x in self._leaves)
+        return f"Error({'<traced>' if traced else self.get()})"
 
 
-tree_util.register_pytree_node(
-    Error, lambda e: ((e._flag, e._code, *e._payloads), e._sites),
-    lambda sites, ch: Error(ch[0], ch[1], list(ch[2:]), sites))
+tree_util.register_pytree_node(Error, lambda e: (tuple(e._leaves), e._layout),
+                               lambda layout, leaves: Error(leaves, layout))
 
 
 class _Site:
@@ -254,7 +262,7 @@ def _sub_closed(eqn):
     if name == "scan":
         return [p["jaxpr"]]
     if name == "while":
-        return [p["body_jaxpr"]]
+        return [p["cond_jaxpr"], p["body_jaxpr"]]
     if name in _CALLS:
         return [p["jaxpr"]]
     return []
@@ -276,9 +284,6 @@ def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
             if _has_check(eqn.params["call_jaxpr"].jaxpr):
                 raise NotImplementedError(f"checkify: a `check` inside {name} (a custom_jvp/"
                                           "custom_vjp function) is not supported")
-        elif name == "while" and _has_check(eqn.params["cond_jaxpr"].jaxpr):
-            raise NotImplementedError("checkify: a `check` inside while_loop's cond_fun is "
-                                      "not supported; move it to body_fun")
         if name in ("div", "rem") and DivisionByZeroError in errors and \
                 np.issubdtype(eqn.invars[1].aval.dtype, np.integer):
             mine.append(_Site(DivisionByZeroError, lambda v: "division by zero", []))
@@ -323,25 +328,34 @@ class _State:
         self.ctx, self.flat = ctx, list(flat)
 
     def record(self, site, failed, payload):
-        """First error wins: take `site`'s code and payload where no error happened yet."""
-        flag, code = self.flat[0], self.flat[1]
+        """The first failure reaching `site`'s slot stays: where the slot is clear and
+        `failed`, it takes `site`'s code and payload."""
+        f, c, base = 2 * site.slot, 2 * site.slot + 1, 2 * self.ctx.slots
+        flag = self.flat[f]
         new = jnp.logical_and(failed, jnp.logical_not(flag))
-        self.flat[0] = jnp.logical_or(flag, failed)
-        self.flat[1] = jnp.where(new, jnp.int32(site.code), code)
-        for k, v in zip(range(site.start, site.stop), payload):
-            old = self.flat[2 + k]
-            self.flat[2 + k] = jnp.where(new, jnp.asarray(v).astype(old.dtype), old)
+        self.flat[f] = jnp.logical_or(flag, failed)
+        self.flat[c] = jnp.where(new, jnp.int32(site.code), self.flat[c])
+        for k, v in zip(range(base + site.start, base + site.stop), payload):
+            self.flat[k] = jnp.where(new, jnp.asarray(v).astype(self.flat[k].dtype),
+                                     self.flat[k])
 
 
 class _Ctx:
+    """The sites (by equation), their codes (program order, as jax numbers them), slots
+    (one per error kind and payload types) and the error state's avals."""
+
     def __init__(self, sites, order):
         self.sites, self.order = sites, order
-        self.avals = [core.ShapedArray((), np.dtype(np.bool_)),
-                      core.ShapedArray((), np.dtype(np.int32))]
+        slot_of, payload_avals = {}, []
         for code, s in enumerate(order):
-            s.code, s.start = code, len(self.avals) - 2
-            self.avals.extend(s.avals)
-            s.stop = len(self.avals) - 2
+            key = (s.kind, tuple((a.shape, a.dtype) for a in s.avals))
+            s.code, s.slot = code, slot_of.setdefault(key, len(slot_of))
+            s.start = len(payload_avals)
+            payload_avals.extend(s.avals)
+            s.stop = len(payload_avals)
+        self.slots = len(slot_of)
+        self.avals = [core.ShapedArray((), np.dtype(t)) for _ in range(self.slots)
+                      for t in (np.bool_, np.int32)] + payload_avals
 
     def init(self):
         return [jnp.zeros(a.shape, a.dtype) for a in self.avals]
@@ -408,27 +422,37 @@ def _bind(ctx, state, eqn, ins, mine):
                                   **dict(params, jaxpr=closed, num_consts=len(consts) + nc,
                                          num_carry=params["num_carry"] + n))
         state.flat, outs = list(outs[:n]), outs[n:]
-    elif name == "while" and _has_sites(ctx, params["body_jaxpr"]):
+    elif name == "while" and (_has_sites(ctx, params["body_jaxpr"])
+                              or _has_sites(ctx, params["cond_jaxpr"])):
+        # cond_fun's checks run on the initial carry here and on each new carry at the end
+        # of the body (as jax does); the loop's own test drops them.
         cn, bn = params["cond_nconsts"], params["body_nconsts"]
         cj, bj = params["cond_jaxpr"], params["body_jaxpr"]
+        state.flat, _ = _interpret(ctx, cj.jaxpr, cj.consts, state.flat,
+                                   [*ins[:cn], *ins[cn + bn:]])
 
-        def cond_fun(*a):
-            return eval_jaxpr(cj.jaxpr, cj.consts, *a[:cn], *a[cn + n:])
+        def cond_fun(*a):                       # cond consts, error state, carry
+            _, pred = _interpret(ctx, cj.jaxpr, cj.consts, list(a[cn:cn + n]),
+                                 [*a[:cn], *a[cn + n:]])
+            return pred
 
-        def body_fun(*a):
-            e2, o = _interpret(ctx, bj.jaxpr, bj.consts, list(a[bn:bn + n]),
-                               [*a[:bn], *a[bn + n:]])
-            return [*e2, *o]
+        def body_fun(*a):                       # cond consts, body consts, error state, carry
+            k = cn + bn
+            e, o = _interpret(ctx, bj.jaxpr, bj.consts, list(a[k:k + n]),
+                              [*a[cn:k], *a[k + n:]])
+            e, _ = _interpret(ctx, cj.jaxpr, cj.consts, e, [*a[:cn], *o])
+            return [*e, *o]
         carry_avals = cj.in_avals[cn:]
         cclosed, cconsts = trace_to_subjaxpr(cond_fun, [*cj.in_avals[:cn], *ctx.avals,
                                                         *carry_avals], "checkify cond")
-        bclosed, bconsts = trace_to_subjaxpr(body_fun, [*bj.in_avals[:bn], *ctx.avals,
-                                                        *carry_avals], "checkify body")
-        outs = eqn.primitive.bind(*cconsts, *ins[:cn], *bconsts, *ins[cn:cn + bn],
+        bclosed, bconsts = trace_to_subjaxpr(
+            body_fun, [*cj.in_avals[:cn], *bj.in_avals[:bn], *ctx.avals, *carry_avals],
+            "checkify body")
+        outs = eqn.primitive.bind(*cconsts, *ins[:cn], *bconsts, *ins[:cn], *ins[cn:cn + bn],
                                   *state.flat, *ins[cn + bn:],
                                   cond_jaxpr=cclosed, body_jaxpr=bclosed,
                                   cond_nconsts=len(cconsts) + cn,
-                                  body_nconsts=len(bconsts) + bn)
+                                  body_nconsts=len(bconsts) + cn + bn)
         state.flat, outs = list(outs[:n]), outs[n:]
     elif name == "cond" and any(_has_sites(ctx, b) for b in params["branches"]):
         wrapped = [_wrap(ctx, b, description="checkify branch") for b in params["branches"]]
@@ -544,7 +568,7 @@ def checkify(f, errors=user_checks):
         _collect(closed.jaxpr, errors, sites, order)
         ctx = _Ctx(sites, order)
         err, outs = _interpret(ctx, closed.jaxpr, closed.consts, ctx.init(), flat)
-        return (Error(err[0], err[1], err[2:], tuple(order)),
+        return (Error(err, (tuple(order), ctx.slots)),
                 tree_util.tree_unflatten(out_tree[0], outs))
 
     return checked
