@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from fnad import core, tree_util
+from fnad import core, profiler, tree_util
 from fnad.config import config
 from fnad.core import (Array, Tracer, Zero, abstract_eval_rules, batch_rules, eager_rules,
                        get_aval, is_undefined, jvp_rules, partial_eval_rules, transpose_rules)
@@ -61,7 +61,8 @@ def compiled_for(closed: ClosedJaxpr, backend):
         if not hasattr(backend, "compile"):
             raise NotImplementedError(f"the {backend.name} backend cannot compile (no "
                                       f"`compile`); use it eagerly or jit with another backend")
-        fn = closed.compiled[backend.name] = backend.compile(closed)
+        with profiler.span(f"jit compile ({backend.name})"):
+            fn = closed.compiled[backend.name] = backend.compile(closed)
     return fn
 
 
@@ -395,7 +396,7 @@ class JitWrapped:
             out_tree_box.append(out_tree)
             return out_leaves
 
-        with core.gc_paused():
+        with core.gc_paused(), profiler.span(f"jit trace {self.__name__}"):
             closed, consts = trace_to_subjaxpr(flat_fun, list(avals),
                                                f"jit of {self.__name__}")
             closed = _optimize(closed)
