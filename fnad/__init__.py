@@ -22,7 +22,8 @@ from fnad.devices import (block_until_ready, default_backend, default_device,
                           device_count, device_get, device_put, devices, local_device_count,
                           local_devices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
-from fnad.tracing import eval_shape, make_jaxpr, named_call, named_scope, typeof
+from fnad.tracing import (ensure_compile_time_eval, eval_shape, make_jaxpr, named_call,
+                          named_scope, typeof)
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 from fnad.dtypes import float0
@@ -34,7 +35,8 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "clear_caches", "closure_convert", "config", "custom_gradient", "custom_jvp",
            "custom_vjp", "debug_infs", "debug_nans", "default_backend", "default_device",
            "default_matmul_precision", "device_count", "device_get", "device_put", "devices",
-           "disable_jit", "eval_shape", "float0", "grad", "hessian", "jacfwd", "jacobian",
+           "disable_jit", "ensure_compile_time_eval", "eval_shape", "float0", "grad",
+           "hessian", "jacfwd", "jacobian",
            "jacrev", "jit", "jvp", "linear_transpose", "linearize", "local_device_count",
            "local_devices", "log_compiles", "make_jaxpr", "named_call", "named_scope",
            "numpy_rank_promotion", "pmap", "print_environment_info", "pure_callback", "remat",

@@ -80,6 +80,10 @@ _OPTIONS: dict[str, _Option] = {
         True, "bool", help="fnad-only: numba backend runs a new program interpreted while "
         "its kernels compile in child processes"
     ),
+    "jax_eager_constant_folding": _Option(
+        False, "bool", help="while tracing, evaluate operations on concrete values at once "
+        "(fnad.ensure_compile_time_eval sets it)"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.

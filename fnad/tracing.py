@@ -8,6 +8,7 @@ way, with the primal values as the known residuals.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from fnad import core, tree_util
+from fnad.config import config
 from fnad.core import Array, ShapedArray, Tracer, abstract_eval, get_aval
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var
 
@@ -73,6 +75,10 @@ class JaxprTrace(core.Trace):
         return var
 
     def process_primitive(self, prim, args, params):
+        if config.jax_eager_constant_folding and \
+                not any(isinstance(x, Tracer) for x in args):
+            with core.set_current_trace(core.eval_trace):     # ensure_compile_time_eval
+                return prim.bind(*args, **params)
         if self.forward_known:
             for x in args:
                 if isinstance(x, JaxprTracer) and x._trace is self:
@@ -191,6 +197,16 @@ class _AxisFrame(core.Trace):
     def process_primitive(self, prim, args, params):
         with core.set_current_trace(self.parent):
             return prim.bind(*args, **params)
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """Inside the block, operations whose operands are all concrete (no tracer among them)
+    run at once, even while jit, scan or make_jaxpr trace, so their results are concrete
+    values usable in Python control flow (jax.ensure_compile_time_eval); operations on
+    tracers are staged as usual."""
+    with config.override(jax_eager_constant_folding=True):
+        yield
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),

@@ -1,5 +1,6 @@
 """Small parts of the top-level API: fnad.errors and fnad.typing (jax.errors, jax.typing),
 fnad.experimental.enable_x64/disable_x64, print_environment_info, float0 and custom_derivatives."""
+import contextlib
 import importlib
 
 import numpy as np
@@ -59,3 +60,32 @@ def test_float0_and_custom_derivatives_names():
     low = jf.lower(1.0)
     assert isinstance(jf, Wrapped) and isinstance(jf.trace(1.0), Traced)
     assert isinstance(low, Lowered) and isinstance(low.compile(), Compiled)
+
+
+def test_ensure_compile_time_eval():
+    """Concrete operations run at trace time inside the block (usable in Python control
+    flow, folded out of the jaxpr); operations on tracers are still staged."""
+    @fnad.jit
+    def f(x):
+        with fnad.ensure_compile_time_eval():
+            positive = fnp.sin(fnp.sin(3.0)) > 0
+            w = x * 2
+        return fnp.sin(x) + w if positive else fnp.cos(x)
+    np.testing.assert_allclose(f(1.0), np.sin(1.0) + 2.0, rtol=1e-6)
+
+    def g(x, fold):
+        with fnad.ensure_compile_time_eval() if fold else contextlib.nullcontext():
+            y = fnad.random.randint(fnad.random.key(0), (4, 4), 0, 100)
+        return fnp.sum(y @ y) * x
+    folded = fnad.make_jaxpr(lambda x: g(x, True))(1.0)
+    staged = fnad.make_jaxpr(lambda x: g(x, False))(1.0)
+    assert len(folded.jaxpr.eqns) == 4          # dot_general, reduce_sum, convert, mul
+    assert len(staged.jaxpr.eqns) > 20         # the key's threefry rounds are staged
+    assert float(fnad.jit(lambda x: g(x, True))(2.0)) == float(g(2.0, False))
+    with pytest.raises(ValueError, match="boom"):
+        with fnad.ensure_compile_time_eval():
+            raise ValueError("boom")
+    assert fnad.config.jax_eager_constant_folding is False
+    jax = pytest.importorskip("jax", reason="jax is the oracle for the value")
+    jy = jax.random.randint(jax.random.key(0), (4, 4), 0, 100)
+    assert float(g(2.0, True)) == float((jy @ jy).sum() * 2.0)

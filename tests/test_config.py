@@ -24,6 +24,7 @@ DEFAULTS = {
     "jax_default_prng_impl": "threefry2x32",
     "jax_traceback_filtering": "auto",
     "jax_background_compile": True,
+    "jax_eager_constant_folding": False,
 }
 
 
