@@ -25,11 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gzip
-import json
 import os
-import pathlib
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -42,7 +38,7 @@ class _Session:
     """The running trace: where it goes and the events so far."""
 
     def __init__(self, log_dir, perfetto_trace: bool, perfetto_link: bool):
-        self.log_dir, self.perfetto_trace = pathlib.Path(log_dir), perfetto_trace
+        self.log_dir, self.perfetto_trace = os.fspath(log_dir), perfetto_trace
         self.perfetto_link = perfetto_link
         self.start = time.perf_counter_ns()
         self.events: list[dict] = []
@@ -130,14 +126,18 @@ def start_trace(log_dir: os.PathLike | str, create_perfetto_link: bool = False,
     _session = _Session(os.fspath(log_dir), create_perfetto_trace, create_perfetto_link)
 
 
-def stop_trace() -> pathlib.Path:
-    """Stop recording and write the trace; returns the file written."""
+def stop_trace():
+    """Stop recording and write the trace; returns the file written (a pathlib.Path)."""
+    import gzip                   # here, not at import: `import fnad` loads this module
+    import json
+    import pathlib
+    import socket
     global _session
     s = _session
     if s is None:
         raise RuntimeError("No profile started")
     _session = None
-    run = s.log_dir / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
+    run = pathlib.Path(s.log_dir) / "plugins" / "profile" / time.strftime("%Y_%m_%d_%H_%M_%S")
     run.mkdir(parents=True, exist_ok=True)
     doc = {"displayTimeUnit": "ms", "traceEvents": [
         {"name": "process_name", "ph": "M", "pid": os.getpid(),
