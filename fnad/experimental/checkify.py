@@ -18,9 +18,9 @@ every mode, as jax); checks inside cond/switch branches, scan and while_loop bod
 and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages are
 jax's, "at mapped index i: ..." lines included.
 Differences from jax / not supported:
-- custom_jvp / custom_vjp calls are bound unchanged, so their bodies are not checked (a
-  `check` inside raises NotImplementedError); a NaN they make is reported as made by
-  custom_jvp_call / custom_vjp_call (jax names the primitive inside);
+- custom_vjp calls are bound unchanged, so their bodies are not checked (a `check` inside
+  raises NotImplementedError) and a NaN they make is reported as made by custom_vjp_call
+  (jax names the primitive inside); custom_jvp bodies are checked, their rules unchanged;
 - (as jax) a `check` under vmap *inside* the checkified function reports one member, the
   last failing one; vmap *of* the checkified function reports every failing member;
 - format arguments may be Python scalars (jax asks for arrays);
@@ -77,6 +77,7 @@ all_checks = automatic_checks | user_checks
 # ---- check -------------------------------------------------------------------------------
 check_p = Primitive("check", multiple_results=True)
 _functionalizing = [0]      # > 0 while checkify traces a function: `check` may be staged
+_dropping = [0]             # > 0 while a custom_jvp rule runs for checkify: `check` is a no-op
 
 
 def _check_abstract_eval(*avals, msg, fmt_tree):
@@ -176,6 +177,8 @@ def check(pred, msg: str, *fmt_args, **fmt_kwargs) -> None:
         except TypeError:
             raise TypeError("Formatting arguments to checkify.check need to be PyTrees of "
                             f"arrays, but got {leaf!r} of type {type(leaf)}.") from None
+    if _dropping[0]:                # the checked body already reports this call's checks
+        return
     if core.current_trace() is core.eval_trace and \
             not any(isinstance(x, core.Tracer) for x in [pred, *leaves]):
         if not bool(np.asarray(pred)):
@@ -265,6 +268,8 @@ def _sub_closed(eqn):
         return [p["cond_jaxpr"], p["body_jaxpr"]]
     if name in _CALLS:
         return [p["jaxpr"]]
+    if name == "custom_jvp_call":
+        return [p["call_jaxpr"]]
     return []
 
 
@@ -280,10 +285,9 @@ def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
                 mine.append(_Site(FailedCheckError, functools.partial(_format, msg, tree),
                                   [core.ShapedArray(v.aval.shape[nb:], v.aval.dtype)
                                    for v in eqn.invars[1:]]))
-        elif name in ("custom_jvp_call", "custom_vjp_call"):
-            if _has_check(eqn.params["call_jaxpr"].jaxpr):
-                raise NotImplementedError(f"checkify: a `check` inside {name} (a custom_jvp/"
-                                          "custom_vjp function) is not supported")
+        elif name == "custom_vjp_call" and _has_check(eqn.params["call_jaxpr"].jaxpr):
+            raise NotImplementedError("checkify: a `check` inside a custom_vjp function is "
+                                      "not supported")
         if name in ("div", "rem") and DivisionByZeroError in errors and \
                 np.issubdtype(eqn.invars[1].aval.dtype, np.integer):
             mine.append(_Site(DivisionByZeroError, lambda v: "division by zero", []))
@@ -454,6 +458,8 @@ def _bind(ctx, state, eqn, ins, mine):
                                   cond_nconsts=len(cconsts) + cn,
                                   body_nconsts=len(bconsts) + cn + bn)
         state.flat, outs = list(outs[:n]), outs[n:]
+    elif name == "custom_jvp_call" and _has_sites(ctx, params["call_jaxpr"]):
+        outs = _bind_custom_jvp(ctx, state, eqn, ins)
     elif name == "cond" and any(_has_sites(ctx, b) for b in params["branches"]):
         wrapped = [_wrap(ctx, b, description="checkify branch") for b in params["branches"]]
         all_consts = [c for _, cs in wrapped for c in cs]
@@ -488,6 +494,40 @@ def _bind(ctx, state, eqn, ins, mine):
                 made = jnp.logical_and(made, jnp.logical_not(jnp.any(jnp.array(had))))
             state.record(site, made, [])
     return outs
+
+
+def _bind_custom_jvp(ctx, state, eqn, ins):
+    """A custom_jvp call whose body can fail, rebound as one taking and returning the error
+    state too: its body interpreted with checks, its rule the user's for the outputs' values
+    and tangents, plus the checked body's error state (which has no tangent)."""
+    from fnad.core import Zero
+    from fnad.custom import _Rule
+    params, n = eqn.params, len(ctx.avals)
+    nc, call, user_rule = params["num_consts"], params["call_jaxpr"], params["jvp"]
+    consts = ins[:nc]
+
+    def body(*a):                               # consts, error state, arguments
+        e, o = _interpret(ctx, call.jaxpr, call.consts, list(a[nc:nc + n]),
+                          [*a[:nc], *a[nc + n:]])
+        return [*e, *o]
+    closed, extra = trace_to_subjaxpr(
+        body, [*call.in_avals[:nc], *ctx.avals, *call.in_avals[nc:]], "checkify custom_jvp")
+
+    def rule(primals, tangents):                # primals: error state, arguments
+        err, args = list(primals[:n]), list(primals[n:])
+        e, _ = _interpret(ctx, call.jaxpr, call.consts, err, [*consts, *args])
+        _dropping[0] += 1           # the rule may call the function (and its checks) again
+        try:
+            outs, t_outs = user_rule(args, list(tangents[n:]))
+        finally:
+            _dropping[0] -= 1
+        return [*e, *outs], [*(Zero(a.to_tangent_aval()) for a in ctx.avals), *t_outs]
+    outs = eqn.primitive.bind(
+        *extra, *consts, *state.flat, *ins[nc:],
+        **dict(params, call_jaxpr=closed, num_consts=len(extra) + nc,
+               jvp=_Rule(rule, user_rule.name, user_rule.home)))
+    state.flat = list(outs[:n])
+    return outs[n:]
 
 
 def _record_oob(state, site, eqn, ins):
