@@ -46,11 +46,11 @@ __all__ += ["NamedSharding", "P", "make_mesh", "set_mesh", "shard_map"]
 
 def __getattr__(name: str):
     """fnad's optional modules (`scipy`, `image`, `flatten_util`, `errors`, `typing`,
-    `experimental`, `stages`, `ops`, `custom_derivatives`: jax's name for fnad.custom's
-    API) load on first use (time that `import fnad` need not pay)."""
+    `experimental`, `stages`, `ops`, `example_libraries`, `custom_derivatives`: jax's name
+    for fnad.custom's API) load on first use (time that `import fnad` need not pay)."""
     import importlib
     if name in ("scipy", "image", "flatten_util", "errors", "typing", "experimental",
-                "stages", "ops", "custom_derivatives"):
+                "stages", "ops", "example_libraries", "custom_derivatives"):
         return importlib.import_module(f"fnad.{name}")
     raise AttributeError(f"module 'fnad' has no attribute {name!r}")
 
