@@ -258,6 +258,54 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
                        mode=mode)
 
 
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    """`operand` with the elementwise `func` applied at the scattered positions, once per
+    time an index names a position (duplicates apply it again, as XLA's scatter with
+    `func` as its update computation). `update_shape` is the shape of the scatter's
+    updates; modes as the other scatters.
+
+    Computed as: counts = scatter_add(zeros, scatter_indices, ones(update_shape)); then
+    round r = 0, 1, ... < max(counts) applies func where counts > r (a while_loop; one
+    round when the indices are unique). `func` must keep operand's dtype and shape.
+    """
+    shape, dtype = _get_aval(operand).shape, _get_aval(operand).dtype
+    counts = scatter_add(full(shape, 0, _np.int32), scatter_indices,  # noqa: F405
+                         full(tuple(update_shape), 1, _np.int32),  # noqa: F405
+                         dimension_numbers, indices_are_sorted=indices_are_sorted,
+                         unique_indices=unique_indices, mode=mode)
+    probe = _get_aval(func(operand))
+    if (probe.shape, probe.dtype) != (tuple(shape), dtype):
+        raise TypeError(f"scatter_apply: func must map the operand ({dtype.name}"
+                        f"{list(shape)}) elementwise to the same shape and dtype, got "
+                        f"{probe.dtype.name}{list(probe.shape)}")
+
+    def body(carry):
+        r, x = carry
+        return r + 1, select(gt(counts, r), func(x), x)  # noqa: F405
+    rounds = reduce_max(counts, tuple(range(len(shape)))) if len(shape) else counts  # noqa: F405
+    return while_loop(lambda c: lt(c[0], rounds), body,  # noqa: F405
+                      (_np.int32(0), operand))[1]
+
+
+def composite(decomposition, name: str, version: int = 0):
+    """`decomposition` as a named composite op (jax.lax.composite): calling the result with
+    positional operands and keyword attributes computes `decomposition(*args, **attrs)`.
+    XLA may swap a composite it recognizes for a dedicated kernel; fnad's backends run the
+    decomposition, so grad, vmap and jit see its operations."""
+    if not isinstance(name, str):
+        raise TypeError(f"composite: name must be a str, got {type(name).__name__}")
+    if not isinstance(version, int) or version < 0:
+        raise ValueError(f"composite: version must be a non-negative int, got {version!r}")
+    from fnad.tracing import named_call
+
+    def composite_fn(*args, **attrs):
+        return named_call(lambda *a: decomposition(*a, **attrs), name=name)(*args)
+    composite_fn.__name__ = getattr(decomposition, "__name__", name)
+    composite_fn.__doc__ = getattr(decomposition, "__doc__", None)
+    return composite_fn
+
+
 def optimization_barrier(operand, /):
     """`operand` (a pytree) unchanged. In XLA it keeps computations from moving across it;
     fnad's passes do not move computations across equations in ways this would stop, so

@@ -39,6 +39,16 @@ CASES = {  # name: f(lax module, x)
         np.array([1, 2], np.int32)),
     "empty": lambda L, x: L.empty((2, 3), np.float32) * 0,
     "optimization_barrier": lambda L, x: L.optimization_barrier((x, 2 * x))[1],
+    "composite": lambda L, x: L.composite(lambda a, b, *, k: L.sin(a) * b + k, "sinmul")(
+        x, 2 * x, k=1.5),
+    "scatter_apply": lambda L, x: L.scatter_apply(      # duplicates apply func again
+        x, np.array([[0], [2], [0], [7]]), lambda v: v * 2.0 + 1.0,
+        L.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                  scatter_dims_to_operand_dims=(0,)), update_shape=(4, 6)),
+    "scatter_apply clip": lambda L, x: L.scatter_apply(
+        x, np.array([[1, 5], [3, -2]]), L.exp, L.ScatterDimensionNumbers(
+            update_window_dims=(), inserted_window_dims=(0, 1),
+            scatter_dims_to_operand_dims=(0, 1)), update_shape=(2,), mode="clip"),
 }
 
 
@@ -55,7 +65,9 @@ def test_values_match_jax(name):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)   # sums in other orders
 
 
-@pytest.mark.parametrize("name", sorted(n for n in CASES if n not in ("empty",)))
+# jax does not differentiate scatter_apply or composite (fnad's composite: below)
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n not in ("empty", "composite")
+                                        and not n.startswith("scatter_apply")))
 def test_gradients_match_jax(name):
     def loss(L, np_):
         def f(x):
@@ -67,6 +79,21 @@ def test_gradients_match_jax(name):
     import jax.numpy as jnp
     np.testing.assert_allclose(fnad.grad(loss(lax, fnp))(X), jax.grad(loss(jl, jnp))(X),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_composite_is_its_decomposition_under_transformations():
+    tan = lax.composite(lambda x: lax.sin(x) / lax.cos(x), "tangent", version=1)
+    x = X[0]
+    np.testing.assert_allclose(fnad.grad(lambda v: fnad.numpy.sum(tan(v)))(x),
+                               1 / np.cos(x) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(fnad.vmap(tan)(X), np.tan(X), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fnad.jit(tan)(x), np.tan(x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="version"):
+        lax.composite(np.sin, "s", version=-1)
+    x = np.arange(3.0, dtype=np.float32)
+    with pytest.raises(TypeError, match="same shape and dtype"):
+        lax.scatter_apply(x, np.array([[0]]), lambda v: v[:1], lax.ScatterDimensionNumbers(
+            (), (0,), (0,)), update_shape=(1,))
 
 
 def test_shapes_and_collectives():
