@@ -1,5 +1,7 @@
-"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`, `checkify`),
-`io_callback` (fnad/callback.py) and the `enable_x64` / `disable_x64` context managers."""
+"""fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`, `checkify`,
+`sparse` with BCOO, `shard_map`), `io_callback` (fnad/callback.py) and the `enable_x64` /
+`disable_x64` context managers. As in jax, import a module to use it
+(`from fnad.experimental import sparse`)."""
 import contextlib as _contextlib
 
 from fnad.callback import io_callback

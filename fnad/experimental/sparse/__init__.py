@@ -1,0 +1,20 @@
+"""fnad.experimental.sparse: the BCOO (batched coordinate) sparse array of
+jax.experimental.sparse and its core operations, composed from fnad.numpy / fnad.lax
+operations (no new primitives), so grad (through the stored data and dense operands), vmap
+and jit work on them.
+
+Not here (jax has them): sparsify, BCSR / COO / CSR, bcoo_spdot_general (sparse x sparse
+products), reshape / slicing / concatenation / broadcast_in_dim of BCOO, update_layout,
+sparse.linalg and sparse.random.
+"""
+from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_multiply_dense,
+                                                bcoo_multiply_sparse)
+from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extract,
+                                           bcoo_fromdense, bcoo_reduce_sum, bcoo_sort_indices,
+                                           bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
+                                           empty, eye, todense)
+
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_extract",
+           "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
+           "eye", "todense"]
