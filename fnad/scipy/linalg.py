@@ -455,11 +455,15 @@ def _householder(alpha, x):
     return tau, v, jnp.where(skip, alpha, safe_beta)
 
 
-def _hessenberg_2d(a, calc_q: bool):
+def _hessenberg_2d(a, calc_q: bool, packed: bool = False):
+    """H (and Q with calc_q) of a [n, n]; packed: xGEHRD's (a, taus [n-1]) instead, the
+    reflectors' tails v[1:] kept below H's first subdiagonal (lax.linalg.hessenberg)."""
     n = a.shape[0]
     q = jnp.eye(n, dtype=a.dtype)
+    taus, tails = [], []
     for i in range(n - 1):               # A <- H_iᴴ A H_i, H_i = I - τ v vᴴ (the last: a phase)
         tau, v, beta = _householder(a[i + 1, i], a[i + 2:, i])
+        taus.append(tau)
         v = v[:, None]                                                     # [k, 1]
         rows = a[i + 1:, :]                                                # [k, n]
         rows = rows - jnp.conj(tau) * _mm(v, _mm(_H(v), rows))             # H_iᴴ from the left
@@ -467,9 +471,14 @@ def _hessenberg_2d(a, calc_q: bool):
         cols = a[:, i + 1:]                                                # [n, k]
         a = a.at[:, i + 1:].set(cols - tau * _mm(_mm(cols, v), _H(v)))    # H_i from the right
         a = a.at[i + 2:, i].set(0).at[i + 1, i].set(beta)
+        tails.append(v[1:, 0])
         if calc_q:
             qc = q[:, i + 1:]
             q = q.at[:, i + 1:].set(qc - tau * _mm(_mm(qc, v), _H(v)))     # Q H_i
+    if packed:                           # the tails once H is done (later steps would mix them)
+        for i, tail in enumerate(tails):
+            a = a.at[i + 2:, i].set(tail)
+        return a, (jnp.stack(taus) if taus else jnp.zeros((0,), a.dtype))
     return (a, q) if calc_q else a
 
 
