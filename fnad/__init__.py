@@ -28,7 +28,8 @@ from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy instal
 from fnad.lax import stop_gradient
 from fnad.dtypes import float0
 from fnad import sharding  # noqa: F401,E402
-from fnad.sharding import NamedSharding, P, make_mesh, set_mesh, shard_map  # noqa: E402
+from fnad.sharding import (NamedSharding, P, make_array_from_callback,  # noqa: E402
+                           make_mesh, set_mesh, shard_map)
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "checkpoint_policies",
@@ -41,7 +42,20 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "local_devices", "log_compiles", "make_jaxpr", "named_call", "named_scope",
            "numpy_rank_promotion", "pmap", "print_environment_info", "pure_callback", "remat",
            "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
-__all__ += ["NamedSharding", "P", "make_mesh", "set_mesh", "shard_map"]
+__all__ += ["NamedSharding", "P", "make_array_from_callback", "make_mesh", "set_mesh",
+            "shard_map", "effects_barrier", "enable_x64"]
+
+
+def enable_x64(new_val: bool = True):
+    """A context manager turning 64-bit types on (or off, with False) inside its block,
+    restored after (jax.enable_x64; also fnad.experimental.enable_x64)."""
+    return config.override(jax_enable_x64=bool(new_val))
+
+
+def effects_barrier() -> None:
+    """Wait until the side effects (callbacks, debug prints) of the programs run so far are
+    done (jax.effects_barrier). fnad's backends run a program's effects before its call
+    returns, so none is ever pending here and this returns at once."""
 
 
 def __getattr__(name: str):

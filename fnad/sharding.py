@@ -31,8 +31,8 @@ from fnad.devices import devices as _devices
 from fnad.primitives.shape_ops import expand_dims, squeeze
 
 __all__ = ["AxisType", "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "make_mesh", "set_mesh", "shard_map",
-           "with_sharding_constraint"]
+           "SingleDeviceSharding", "get_mesh", "make_array_from_callback", "make_mesh",
+           "set_mesh", "shard_map", "with_sharding_constraint"]
 
 _ONE_DEVICE = "fnad runs on one device (no multi-device sharding), so every mesh axis must " \
               "have size 1"
@@ -330,6 +330,25 @@ def _as_sharding(s, where: str) -> Sharding:
                                "fnad.set_mesh(mesh), or pass a NamedSharding(mesh, spec)")
         return NamedSharding(get_mesh(), s)
     raise TypeError(f"{where}: expected a Sharding or a PartitionSpec, got {type(s).__name__}")
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """The array of `shape` laid out by `sharding`, each shard from
+    `data_callback(index)` (jax.make_array_from_callback). fnad's shardings have one shard,
+    the whole array: the callback is called once with a tuple of full slices, its result
+    must have `shape` (and `dtype`, when given, is applied), and it lands on the
+    sharding's device."""
+    shape = tuple(int(d) for d in shape)
+    sharding = _as_sharding(sharding, "make_array_from_callback")
+    index = sharding.addressable_devices_indices_map(shape)[sharding._device]
+    data = np.asarray(data_callback(index))
+    if data.shape != shape:
+        raise ValueError(f"make_array_from_callback: the callback returned shape "
+                         f"{data.shape} for index {index}; expected the shard shape {shape}")
+    if dtype is not None:
+        data = data.astype(dtype)
+    from fnad.devices import device_put
+    return device_put(data, sharding)
 
 
 def with_sharding_constraint(x, shardings):

@@ -89,3 +89,25 @@ def test_ensure_compile_time_eval():
     jax = pytest.importorskip("jax", reason="jax is the oracle for the value")
     jy = jax.random.randint(jax.random.key(0), (4, 4), 0, 100)
     assert float(g(2.0, True)) == float((jy @ jy).sum() * 2.0)
+
+
+def test_enable_x64_effects_barrier_and_make_array_from_callback():
+    with fnad.enable_x64():
+        assert fnp.asarray(1.0).dtype == np.float64
+        with fnad.enable_x64(False):
+            assert fnp.asarray(1.0).dtype == np.float32
+    assert fnp.asarray(1.0).dtype == np.float32
+    seen = []
+    fnad.jit(lambda x: (fnad.debug.callback(seen.append, x), x)[1])(2.0)
+    fnad.effects_barrier()
+    assert [float(v) for v in seen] == [2.0]
+    calls = []
+    mesh = fnad.make_mesh((1,), ("x",))
+    sharding = fnad.NamedSharding(mesh, fnad.P("x"))
+    arr = fnad.make_array_from_callback(
+        (4, 3), sharding, lambda idx: calls.append(idx) or np.arange(12.0).reshape(4, 3)[idx],
+        dtype=np.float32)
+    assert calls == [(slice(None), slice(None))] and arr.dtype == np.float32
+    np.testing.assert_array_equal(arr, np.arange(12.0).reshape(4, 3))
+    with pytest.raises(ValueError, match="expected the shard shape"):
+        fnad.make_array_from_callback((2, 2), sharding, lambda idx: np.zeros(3))
