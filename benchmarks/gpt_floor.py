@@ -86,18 +86,7 @@ def main() -> None:
     _, _, fnad_step, _, _ = g.run(fnad, fnp, fnad.nn, params, tokens, fnad.jit)
     t_jax = float(np.median(rounds({"jax": jax_step}, g.REPEAT, 1, g.WARMUP)["jax"]))
 
-    pairs = []
-    from fnad.backends.numba_cpu import gemm
-    matmul = gemm.matmul
-
-    def record(a, b):
-        pairs.append((a.shape, b.shape))
-        return matmul(a, b)
-    gemm.matmul = record
-    try:
-        fnad_step()
-    finally:
-        gemm.matmul = matmul
+    pairs = [(a.shape, b.shape) for a, b in g.record_products(fnad_step)]
     flops = [2 * np.prod(a) * b[-1] for a, b in pairs]
     attention = sum(f for f, (a, b) in zip(flops, pairs) if len(a) >= 3 and len(b) >= 3)
     needed = sum(flops) - attention / 2

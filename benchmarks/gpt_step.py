@@ -228,9 +228,9 @@ def run(lib, jnp, nn, params, tokens, jit):
     return cold, ready, one, state, float(out[2])
 
 
-def gemm_floor(run_step) -> tuple[int, float, float]:
-    """(count, GFLOP, seconds): the products of one fnad step as the numba backend's GEMM
-    received them (the same operand views and layouts), timed through np.matmul alone."""
+def record_products(run_step) -> list:
+    """The (a, b) operands of one fnad step's products, as the numba backend's GEMM received
+    them (the same operand views and layouts)."""
     from fnad.backends.numba_cpu import gemm
     pairs, matmul = [], gemm.matmul
 
@@ -242,6 +242,13 @@ def gemm_floor(run_step) -> tuple[int, float, float]:
         run_step()
     finally:
         gemm.matmul = matmul
+    return pairs
+
+
+def gemm_floor(run_step) -> tuple[int, float, float]:
+    """(count, GFLOP, seconds): the products of one fnad step (record_products), timed
+    through np.matmul alone."""
+    pairs = record_products(run_step)
 
     def all_products():
         for a, b in pairs:
