@@ -290,3 +290,48 @@ def test_errors_name_what_is_wrong():
         "n_batch", exc=NotImplementedError)
     raises_with(lambda: sparse.bcoo_fromdense(M, n_batch=2, n_dense=1), "n_batch",
                 exc=ValueError)
+
+
+@pytest.mark.parametrize("n_batch,n_dense", [(0, 0), (1, 0), (0, 1)])
+def test_add_sub_div_pow_abs_match_jax(n_batch, n_dense):
+    """BCOO ± BCOO keeps both sides' entries (a BCOO, nse added); ± dense is dense; / a
+    scalar or dense array, ** p > 0 and abs keep the pattern: jax's results."""
+    x, y = _sparse_dense((3, 4, 2), 1), _sparse_dense((3, 4, 2), 2)
+    d = np.random.default_rng(3).uniform(1, 2, (4, 2)).astype(np.float32)
+    full = np.random.default_rng(4).uniform(1, 2, (3, 4, 2)).astype(np.float32)
+    A = sparse.BCOO.fromdense(x, n_batch=n_batch, n_dense=n_dense)
+    B = sparse.BCOO.fromdense(y, n_batch=n_batch, n_dense=n_dense)
+    JA, JB = _to_jax(A), _to_jax(B)
+    cases = [(lambda a, b: a + b, True), (lambda a, b: a - b, True),
+             (lambda a, b: a + full, False),
+             (lambda a, b: (full if isinstance(a, sparse.BCOO) else jnp.asarray(full)) + a,
+              False),
+             (lambda a, b: a / 2.0, True), (lambda a, b: a / d, True),
+             (lambda a, b: a ** 2, True), (lambda a, b: abs(-a), True)]
+    for i, (f, stays_sparse) in enumerate(cases):
+        got, want = f(A, B), f(JA, JB)
+        assert isinstance(got, sparse.BCOO) == stays_sparse == isinstance(want, jsparse.BCOO)
+        if stays_sparse:
+            assert got.nse == want.nse, i
+            got, want = got.todense(), want.todense()
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=str(i))
+    # sparse - dense is dense here (jax: NotImplementedError)
+    np.testing.assert_allclose(A - full, x - full, rtol=1e-6)
+    np.testing.assert_allclose(full - A, full - x, rtol=1e-6)
+    # differentiable through both data arrays
+    g = fnad.grad(lambda da, db: fnp.sum(fnp.sin(
+        (sparse.BCOO((da, A.indices), shape=A.shape) - sparse.BCOO((db, B.indices),
+                                                                  shape=B.shape)).todense())),
+        argnums=(0, 1))(A.data, B.data)
+    diff = np.cos(x - y)
+    np.testing.assert_allclose(g[0], _np_extract(A, diff), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g[1], -_np_extract(B, diff), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="positive"):
+        A ** 0
+    with pytest.raises(NotImplementedError, match="BCOO / BCOO"):
+        A / B
+    for small in (d, 1.0):       # a larger dense result: refused, as jax
+        with pytest.raises(NotImplementedError, match="larger dense array"):
+            A + small
+        with pytest.raises(NotImplementedError):
+            JA + small

@@ -5,7 +5,7 @@ and jit work on them.
 
 Not here (jax has them): sparsify, BCSR / COO / CSR, bcoo_spdot_general (sparse x sparse
 products), reshape / slicing / concatenation / broadcast_in_dim of BCOO, update_layout,
-sparse.linalg and sparse.random.
+sparse.linalg, sparse.random and comparisons.
 """
 from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_multiply_dense,
                                                 bcoo_multiply_sparse)

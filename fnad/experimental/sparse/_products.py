@@ -188,16 +188,33 @@ def bcoo_multiply_dense(sp_mat: BCOO, v):
     """The data of sp_mat * v (v dense, broadcasting to sp_mat.shape): each stored entry times
     v at its position. Returns the data array [*B, nse, *D], as jax."""
     _check_bcoo(sp_mat, "bcoo_multiply_dense")
+    data, picked = _dense_at_entries(sp_mat, v, "bcoo_multiply_dense")
+    return data * picked
+
+
+def divide(a: BCOO, b):
+    """a / b for a BCOO a and a scalar or dense b broadcasting to a's shape: a BCOO with a's
+    pattern (an implicit zero over b stays zero, as in jax's sparse division)."""
+    if isinstance(b, BCOO):
+        raise NotImplementedError("BCOO / BCOO is not supported (its implicit zeros would "
+                                  "give 0/0); divide by a dense array or a scalar")
+    data, picked = _dense_at_entries(a, b, "BCOO.__truediv__")
+    return a._with_data(data / picked)
+
+
+def _dense_at_entries(sp_mat: BCOO, v, what: str):
+    """(data, v's values at each stored entry's position) for v dense, broadcasting to
+    sp_mat.shape; both broadcast against [*B, nse, *D]."""
     v = jnp.asarray(v)
     if v.ndim == 0:
-        return sp_mat.data * v
+        return sp_mat.data, v
     shape = sp_mat.shape
     try:
         ok = np.broadcast_shapes(tuple(v.shape), shape) == shape
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"bcoo_multiply_dense: the dense operand's shape {tuple(v.shape)} "
+        raise ValueError(f"{what}: the dense operand's shape {tuple(v.shape)} "
                          f"must broadcast to the sparse shape {shape}")
     layout = _validate(sp_mat.data, sp_mat.indices, shape)
     nb, ns = layout.n_batch, layout.n_sparse
@@ -209,7 +226,41 @@ def bcoo_multiply_dense(sp_mat: BCOO, v):
     index += [indices[..., j] if v.shape[nb + j] > 1 else
               jnp.zeros(indices.shape[:-1], indices.dtype) for j in range(ns)]
     picked = v.at[tuple(index)].get(mode="fill", fill_value=0) if index else v[None]
-    return data * picked                      # [*B, nse, *D] (v's dense dims broadcast)
+    return data, picked                       # [*B, nse, *D] (v's dense dims broadcast)
+
+
+def add(a, b):
+    """a + b with a BCOO operand. Two BCOO arrays of one shape and layout: a BCOO holding
+    both sides' entries (nse adds up; duplicates sum when densified), as jax's. A BCOO and a
+    dense array or scalar: the dense sum, as jax."""
+    if isinstance(a, BCOO) and isinstance(b, BCOO):
+        if a.shape != b.shape:
+            raise ValueError(f"BCOO + BCOO: shapes {a.shape} and {b.shape} differ "
+                             "(broadcasting is not supported)")
+        la = _validate(a.data, a.indices, a.shape)
+        lb = _validate(b.data, b.indices, b.shape)
+        if (la.n_batch, la.n_dense) != (lb.n_batch, lb.n_dense):
+            raise NotImplementedError(
+                f"BCOO + BCOO with different layouts (n_batch {la.n_batch} and {lb.n_batch}, "
+                f"n_dense {la.n_dense} and {lb.n_dense}) is not supported")
+        da, ia = _broadcast_batch(a.data, a.indices, a.shape, la)
+        db, ib = _broadcast_batch(b.data, b.indices, b.shape, lb)
+        dtype = jnp.result_type(da, db)
+        nb = la.n_batch
+        return BCOO((jnp.concatenate([da.astype(dtype), db.astype(dtype)], axis=nb),
+                     jnp.concatenate([ia, ib.astype(ia.dtype)], axis=nb)), shape=a.shape)
+    sp, other = (a, b) if isinstance(a, BCOO) else (b, a)
+    if not isinstance(other, (int, float, complex, bool, np.ndarray, np.generic)) and \
+            not hasattr(other, "shape"):
+        return NotImplemented
+    other_shape = tuple(np.shape(other))
+    if np.broadcast_shapes(other_shape, sp.shape) != other_shape:
+        raise NotImplementedError(
+            f"BCOO + dense: the sum of a sparse array of shape {sp.shape} and a dense one of "
+            f"shape {other_shape} would be a larger dense array; densify the sparse operand "
+            "explicitly (.todense()) if that is meant (as jax, which refuses this too)")
+    return (a.todense() if isinstance(a, BCOO) else a) + \
+        (b.todense() if isinstance(b, BCOO) else b)
 
 
 def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:

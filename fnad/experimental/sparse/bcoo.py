@@ -267,6 +267,34 @@ class BCOO:
 
     __rmul__ = __mul__
 
+    def __add__(self, other):
+        from fnad.experimental.sparse import _products
+        return _products.add(self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        from fnad.experimental.sparse import _products
+        return _products.add(self, -other)
+
+    def __rsub__(self, other):
+        from fnad.experimental.sparse import _products
+        return _products.add(-self, other)
+
+    def __truediv__(self, other):
+        from fnad.experimental.sparse import _products
+        return _products.divide(self, other)
+
+    def __pow__(self, exponent):
+        """Each stored entry to a positive scalar power (implicit zeros stay 0)."""
+        if not isinstance(exponent, (int, float, np.integer, np.floating)) or exponent <= 0:
+            raise ValueError(f"BCOO ** {exponent!r}: the exponent must be a positive scalar "
+                             "(0 ** p is 0 only for p > 0)")
+        return self._with_data(self.data ** exponent)
+
+    def __abs__(self) -> BCOO:
+        return self._with_data(abs(self.data))
+
 
 tree_util.register_pytree_node(BCOO, BCOO.tree_flatten, BCOO.tree_unflatten)
 
