@@ -335,3 +335,46 @@ def test_add_sub_div_pow_abs_match_jax(n_batch, n_dense):
             A + small
         with pytest.raises(NotImplementedError):
             JA + small
+
+
+_SPARSIFY = {  # name -> f(numpy module, a, x)
+    "affine": lambda np_, a, x: (a * 2) @ x + 1,
+    "transpose": lambda np_, a, x: a.T * 3,
+    "sin": lambda np_, a, x: np_.sin(a),
+    "sum0": lambda np_, a, x: a.sum(0),
+    "add": lambda np_, a, x: a + a,
+    "dot": lambda np_, a, x: np_.dot(a, x),
+    "pow": lambda np_, a, x: a ** 2 - a,
+    "tanh_scaled": lambda np_, a, x: (np_.tanh(a) * x).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SPARSIFY))
+def test_sparsify_matches_jax(name):
+    """sparsify keeps sparse what jax keeps sparse, with jax's values."""
+    d = _sparse_dense((3, 4), 5)
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    p = _SPARSIFY[name]
+    A = sparse.BCOO.fromdense(d)
+    got = sparse.sparsify(lambda a, v: p(fnp, a, v))(A, x)
+    want = jsparse.sparsify(lambda a, v: p(jnp, a, v))(_to_jax(A), jnp.asarray(x))
+    assert isinstance(got, sparse.BCOO) == isinstance(want, jsparse.BCOO)
+    todense = (lambda z: z.todense()) if isinstance(want, jsparse.BCOO) else (lambda z: z)
+    np.testing.assert_allclose(todense(got), todense(want), rtol=1e-5, atol=1e-6)
+
+
+def test_sparsify_under_jit_and_grad_and_errors():
+    d = _sparse_dense((3, 4), 6)
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    A = sparse.BCOO.fromdense(d)
+    f = sparse.sparsify(lambda a, v: (fnp.sin(a) @ v).sum())
+
+    def loss(data):
+        return f(sparse.BCOO((data, A.indices), shape=A.shape), x)
+    np.testing.assert_allclose(traced(loss)(A.data), (np.sin(d) @ x).sum(), rtol=1e-5)
+    np.testing.assert_allclose(fnad.grad(loss)(A.data), _np_extract(A, np.cos(d) * x),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="sparse rule for exp"):
+        sparse.sparsify(fnp.exp)(A)
+    with pytest.raises(NotImplementedError, match="two sparse operands"):
+        sparse.sparsify(lambda a: a @ a.T)(A)

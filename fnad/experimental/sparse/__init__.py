@@ -3,7 +3,9 @@ jax.experimental.sparse and its core operations, composed from fnad.numpy / fnad
 operations (no new primitives), so grad (through the stored data and dense operands), vmap
 and jit work on them.
 
-Not here (jax has them): sparsify, BCSR / COO / CSR, bcoo_spdot_general (sparse x sparse
+`sparsify` runs a dense-array function on BCOO arguments (transform.py).
+
+Not here (jax has them): BCSR / COO / CSR, bcoo_spdot_general (sparse x sparse
 products), reshape / slicing / concatenation / broadcast_in_dim of BCOO, update_layout,
 sparse.linalg, sparse.random and comparisons.
 """
@@ -13,8 +15,9 @@ from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extr
                                            bcoo_fromdense, bcoo_reduce_sum, bcoo_sort_indices,
                                            bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
                                            empty, eye, todense)
+from fnad.experimental.sparse.transform import sparsify
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_extract",
            "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
            "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
-           "eye", "todense"]
+           "eye", "sparsify", "todense"]
