@@ -311,3 +311,32 @@ def test_while_cond_checks_match_jax(x, limit, errors):
     msgs = [g(fnp.float32(a), fnp.float32(b))[0].get() for a, b in zip(xs, limits)]
     want = "\n".join(f"at mapped index {k}: {m}" for k, m in enumerate(msgs) if m) or None
     assert fnad.jit(fnad.vmap(g))(fnp.asarray(xs), fnp.asarray(limits))[0].get() == want
+
+
+def _custom_vjp_prog(lib, np_, ck):
+    @lib.custom_vjp
+    def h(x):
+        ck.check(x > -2, "h got {}", x)
+        return np_.log(x) * 3.0
+
+    def fwd(x):
+        return h(x), x                        # calls h (and its check) again
+
+    def bwd(x, g):
+        return (g * 3.0 / x,)
+    h.defvjp(fwd, bwd)
+    return lambda x: h(x) * 2.0
+
+
+@pytest.mark.parametrize("errors", ["all_checks", "nan_checks", "user_checks"])
+def test_custom_vjp_bodies_are_checked_as_jax(errors):
+    g = fc.checkify(_custom_vjp_prog(fnad, fnp, fc), errors=getattr(fc, errors))
+    gj = jc.checkify(_custom_vjp_prog(jax, jnp, jc), errors=getattr(jc, errors))
+    for x in (4.0, -1.0, -3.0, 0.0):
+        want = gj(jnp.float32(x))[0].get()
+        assert g(x)[0].get() == want and fnad.jit(g)(x)[0].get() == want, x
+    # derivatives through the user's fwd/bwd, under jit and vmap
+    np.testing.assert_allclose(fnad.grad(lambda v: g(v)[1])(4.0), 1.5, rtol=1e-6)
+    np.testing.assert_allclose(fnad.jit(fnad.grad(lambda v: g(v)[1]))(4.0), 1.5, rtol=1e-6)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(lambda v: g(v)[1]))(fnp.array([4.0, 9.0])),
+                               [1.5, 2.0 / 3.0], rtol=1e-6)

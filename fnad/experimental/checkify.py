@@ -18,9 +18,8 @@ every mode, as jax); checks inside cond/switch branches, scan and while_loop bod
 and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages are
 jax's, "at mapped index i: ..." lines included.
 Differences from jax / not supported:
-- custom_vjp calls are bound unchanged, so their bodies are not checked (a `check` inside
-  raises NotImplementedError) and a NaN they make is reported as made by custom_vjp_call
-  (jax names the primitive inside); custom_jvp bodies are checked, their rules unchanged;
+- custom_jvp and custom_vjp bodies are checked, their rules kept for the derivatives (a
+  `check` the rule itself runs is dropped: the checked body reports it);
 - (as jax) a `check` under vmap *inside* the checkified function reports one member, the
   last failing one; vmap *of* the checkified function reports every failing member;
 - format arguments may be Python scalars (jax asks for arrays);
@@ -268,7 +267,7 @@ def _sub_closed(eqn):
         return [p["cond_jaxpr"], p["body_jaxpr"]]
     if name in _CALLS:
         return [p["jaxpr"]]
-    if name == "custom_jvp_call":
+    if name in ("custom_jvp_call", "custom_vjp_call"):
         return [p["call_jaxpr"]]
     return []
 
@@ -285,9 +284,6 @@ def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
                 mine.append(_Site(FailedCheckError, functools.partial(_format, msg, tree),
                                   [core.ShapedArray(v.aval.shape[nb:], v.aval.dtype)
                                    for v in eqn.invars[1:]]))
-        elif name == "custom_vjp_call" and _has_check(eqn.params["call_jaxpr"].jaxpr):
-            raise NotImplementedError("checkify: a `check` inside a custom_vjp function is "
-                                      "not supported")
         if name in ("div", "rem") and DivisionByZeroError in errors and \
                 np.issubdtype(eqn.invars[1].aval.dtype, np.integer):
             mine.append(_Site(DivisionByZeroError, lambda v: "division by zero", []))
@@ -458,8 +454,9 @@ def _bind(ctx, state, eqn, ins, mine):
                                   cond_nconsts=len(cconsts) + cn,
                                   body_nconsts=len(bconsts) + cn + bn)
         state.flat, outs = list(outs[:n]), outs[n:]
-    elif name == "custom_jvp_call" and _has_sites(ctx, params["call_jaxpr"]):
-        outs = _bind_custom_jvp(ctx, state, eqn, ins)
+    elif name in ("custom_jvp_call", "custom_vjp_call") and \
+            _has_sites(ctx, params["call_jaxpr"]):
+        outs = _bind_custom(ctx, state, eqn, ins)
     elif name == "cond" and any(_has_sites(ctx, b) for b in params["branches"]):
         wrapped = [_wrap(ctx, b, description="checkify branch") for b in params["branches"]]
         all_consts = [c for _, cs in wrapped for c in cs]
@@ -496,14 +493,18 @@ def _bind(ctx, state, eqn, ins, mine):
     return outs
 
 
-def _bind_custom_jvp(ctx, state, eqn, ins):
-    """A custom_jvp call whose body can fail, rebound as one taking and returning the error
-    state too: its body interpreted with checks, its rule the user's for the outputs' values
-    and tangents, plus the checked body's error state (which has no tangent)."""
+def _bind_custom(ctx, state, eqn, ins):
+    """A custom_jvp or custom_vjp call whose body can fail, rebound as one taking and
+    returning the error state too: its body interpreted with checks; its rule (the JVP rule,
+    or fwd with its bwd) the user's for the outputs and derivatives, plus the checked body's
+    error state (which has no tangent). The user's rule may call the function again: its
+    checks are dropped there (the checked body reports them)."""
     from fnad.core import Zero
     from fnad.custom import _Rule
     params, n = eqn.params, len(ctx.avals)
-    nc, call, user_rule = params["num_consts"], params["call_jaxpr"], params["jvp"]
+    nc, call = params["num_consts"], params["call_jaxpr"]
+    jvp = eqn.primitive.name == "custom_jvp_call"
+    user_rule = params["jvp" if jvp else "fwd"]
     consts = ins[:nc]
 
     def body(*a):                               # consts, error state, arguments
@@ -511,21 +512,35 @@ def _bind_custom_jvp(ctx, state, eqn, ins):
                           [*a[:nc], *a[nc + n:]])
         return [*e, *o]
     closed, extra = trace_to_subjaxpr(
-        body, [*call.in_avals[:nc], *ctx.avals, *call.in_avals[nc:]], "checkify custom_jvp")
+        body, [*call.in_avals[:nc], *ctx.avals, *call.in_avals[nc:]], "checkify custom call")
+    no_tangents = [Zero(a.to_tangent_aval()) for a in ctx.avals]
 
-    def rule(primals, tangents):                # primals: error state, arguments
-        err, args = list(primals[:n]), list(primals[n:])
-        e, _ = _interpret(ctx, call.jaxpr, call.consts, err, [*consts, *args])
-        _dropping[0] += 1           # the rule may call the function (and its checks) again
+    def run_user(*rule_args):
+        _dropping[0] += 1
         try:
-            outs, t_outs = user_rule(args, list(tangents[n:]))
+            return user_rule(*rule_args)
         finally:
             _dropping[0] -= 1
-        return [*e, *outs], [*(Zero(a.to_tangent_aval()) for a in ctx.avals), *t_outs]
+
+    def checked_jvp(primals, tangents):         # primals: error state, arguments
+        err, args = list(primals[:n]), list(primals[n:])
+        e, _ = _interpret(ctx, call.jaxpr, call.consts, err, [*consts, *args])
+        outs, t_outs = run_user(args, list(tangents[n:]))
+        return [*e, *outs], [*no_tangents, *t_outs]
+
+    def checked_fwd(primals):
+        err, args = list(primals[:n]), list(primals[n:])
+        e, _ = _interpret(ctx, call.jaxpr, call.consts, err, [*consts, *args])
+        outs, res, user_bwd = run_user(args)
+
+        def bwd(res_, cts):                     # no cotangent for the error state
+            return [*no_tangents, *user_bwd(res_, list(cts[n:]))]
+        return [*e, *outs], res, bwd
+    rule = _Rule(checked_jvp if jvp else checked_fwd, user_rule.name, user_rule.home)
     outs = eqn.primitive.bind(
         *extra, *consts, *state.flat, *ins[nc:],
         **dict(params, call_jaxpr=closed, num_consts=len(extra) + nc,
-               jvp=_Rule(rule, user_rule.name, user_rule.home)))
+               **{"jvp" if jvp else "fwd": rule}))
     state.flat = list(outs[:n])
     return outs[n:]
 
