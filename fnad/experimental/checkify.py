@@ -76,7 +76,7 @@ all_checks = automatic_checks | user_checks
 # ---- check -------------------------------------------------------------------------------
 check_p = Primitive("check", multiple_results=True)
 _functionalizing = [0]      # > 0 while checkify traces a function: `check` may be staged
-_dropping = [0]             # > 0 while a custom_jvp rule runs for checkify: `check` is a no-op
+_dropping = [0]             # > 0 while a custom rule runs for checkify: `check` is a no-op
 
 
 def _check_abstract_eval(*avals, msg, fmt_tree):
