@@ -29,7 +29,7 @@ from fnad import core, tree_util
 from fnad.core import Array, Primitive, get_aval
 from fnad.primitives.shape_ops import index_in_dim
 
-__all__ = ["callback", "print"]
+__all__ = ["breakpoint", "callback", "print"]
 
 
 class _Callback:
@@ -228,3 +228,13 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
         raise TypeError("fnad.debug.print received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return _print
+
+
+def breakpoint(*, backend: str | None = None, filter_frames: bool = True,  # noqa: A001
+               num_frames: int | None = None, ordered: bool = False, token=None, **kwargs):
+    """Stop the program here and open a command-line debugger on the concrete values of
+    the arrays in scope, under any transformation (jax.debug.breakpoint; fnad/debugger.py
+    has the commands). Returns `token` unchanged."""
+    from fnad.debugger import breakpoint as _breakpoint
+    return _breakpoint(backend=backend, filter_frames=filter_frames, num_frames=num_frames,
+                       ordered=ordered, token=token, **kwargs)
