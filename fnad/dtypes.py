@@ -31,7 +31,8 @@ __all__ = [
     "complexfloating", "default_complex_dtype", "default_float_dtype", "default_int_dtype",
     "dtype", "finfo", "float0", "float16", "float32", "float64", "floating", "generic", "iinfo",
     "inexact", "int8", "int16", "int32", "int64", "integer", "is_bool", "is_complex",
-    "is_float", "is_inexact", "is_int", "is_weakly_typed", "issubdtype", "number",
+    "is_float", "is_inexact", "is_int", "is_weakly_typed", "issubdtype", "itemsize_bits",
+    "extended", "number", "prng_key", "scalar_type_of",
     "promote_types", "result_type", "short_name", "signedinteger", "to_inexact_dtype", "uint8",
     "uint16", "uint32", "uint64", "unsignedinteger",
 ]
@@ -411,6 +412,34 @@ def issubdtype(a: Any, b: Any) -> bool:
         b_type = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
         return b_type in _BF16_PARENTS
     return bool(np.issubdtype(a_type, b))
+
+
+class extended(np.generic):  # noqa: N801  (jax's name)
+    """jax.dtypes.extended: the category of JAX's extended dtypes (typed PRNG keys...).
+    fnad has none (its keys are uint32 arrays), so no dtype is a subtype of it."""
+
+
+class prng_key(extended):  # noqa: N801
+    """jax.dtypes.prng_key: the category of typed PRNG key dtypes; fnad's keys are raw
+    uint32 arrays, so no dtype is a subtype of it."""
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The size of one element of `dtype` in bits (jax.dtypes.itemsize_bits)."""
+    if dtype is None:
+        raise ValueError("itemsize_bits: dtype cannot be None")
+    return np.dtype(dtype).itemsize * 8
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) of x's dtype
+    (jax.dtypes.scalar_type_of)."""
+    dt = np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype)
+    kind = "f" if dt == bfloat16 else dt.kind          # ml_dtypes' bfloat16 has kind "V"
+    for kinds, t in (("b", bool), ("iu", int), ("f", float), ("c", complex)):
+        if kind in kinds:
+            return t
+    raise TypeError(f"scalar_type_of: invalid scalar value {x!r}")
 
 
 def _info_dtype(x: Any) -> Any:

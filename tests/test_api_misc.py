@@ -111,3 +111,16 @@ def test_enable_x64_effects_barrier_and_make_array_from_callback():
     np.testing.assert_array_equal(arr, np.arange(12.0).reshape(4, 3))
     with pytest.raises(ValueError, match="expected the shard shape"):
         fnad.make_array_from_callback((2, 2), sharding, lambda idx: np.zeros(3))
+
+
+def test_dtypes_extras_match_jax():
+    jax = pytest.importorskip("jax", reason="jax is the oracle")
+    d, jd = fnad.dtypes, jax.dtypes
+    for t in (np.float32, np.int8, np.bool_, np.complex64, d.bfloat16, np.uint16):
+        assert d.itemsize_bits(t) == jd.itemsize_bits(t)
+    for x in (np.float32(1), 3, True, 1j, fnp.ones(2, d.bfloat16), fnp.int32(2)):
+        want = jd.scalar_type_of(x if not isinstance(x, fnad.Array) else np.asarray(x))
+        assert d.scalar_type_of(x) is want
+    # fnad's keys are uint32 arrays: not of the (extended) key category
+    assert not d.issubdtype(fnad.random.key(0).dtype, d.prng_key)
+    assert issubclass(d.prng_key, d.extended)
