@@ -378,3 +378,33 @@ def test_sparsify_under_jit_and_grad_and_errors():
         sparse.sparsify(fnp.exp)(A)
     with pytest.raises(NotImplementedError, match="two sparse operands"):
         sparse.sparsify(lambda a: a @ a.T)(A)
+
+
+@pytest.mark.parametrize("n_batch,nse", [(0, None), (0, 17), (1, None)])
+def test_bcsr_matches_jax(n_batch, nse):
+    """BCSR's arrays (padding included), its BCOO form, products, as jax's; grad and jit."""
+    d = _sparse_dense((2, 4, 5) if n_batch else (4, 5), 7)
+    M = sparse.BCSR.fromdense(d, n_batch=n_batch, nse=nse)
+    J = jsparse.BCSR.fromdense(d, n_batch=n_batch, nse=nse)
+    assert repr(M) == repr(J)
+    for field in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(M, field), getattr(J, field), err_msg=field)
+    np.testing.assert_array_equal(M.to_bcoo().indices, J.to_bcoo().indices)
+    np.testing.assert_array_equal(sparse.todense(M), d)
+    x = np.arange(1.0, 6.0, dtype=np.float32)
+    for rhs in (x, np.stack([x, -x], axis=1)):
+        np.testing.assert_allclose(M @ rhs, J @ jnp.asarray(rhs), rtol=1e-6, atol=1e-6)
+    B = sparse.BCSR.from_bcoo(sparse.BCOO.fromdense(d, n_batch=n_batch))
+    np.testing.assert_array_equal(B.indptr, jsparse.BCSR.from_bcoo(
+        jsparse.BCOO.fromdense(d, n_batch=n_batch)).indptr)
+
+    def loss(data):
+        return fnp.sum(sparse.BCSR((data, M.indices, M.indptr), shape=M.shape) @ x)
+    np.testing.assert_allclose(traced(loss)(M.data), (d @ x).sum(), rtol=1e-5)
+    want = jax.grad(lambda data: jnp.sum(jsparse.BCSR((data, J.indices, J.indptr),
+                                                      shape=J.shape) @ jnp.asarray(x)))
+    np.testing.assert_allclose(fnad.grad(loss)(M.data), want(J.data), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="transpose"):
+        M.transpose()
+    with pytest.raises(ValueError, match="exactly 2 sparse"):
+        sparse.BCSR.fromdense(np.ones((2, 3, 4), np.float32))

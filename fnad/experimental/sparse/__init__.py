@@ -5,7 +5,9 @@ and jit work on them.
 
 `sparsify` runs a dense-array function on BCOO arguments (transform.py).
 
-Not here (jax has them): BCSR / COO / CSR, bcoo_spdot_general (sparse x sparse
+BCSR (bcsr.py) converts to and from dense arrays and BCOO; its products go through BCOO.
+
+Not here (jax has them): COO / CSR, bcoo_spdot_general (sparse x sparse
 products), reshape / slicing / concatenation / broadcast_in_dim of BCOO, update_layout,
 sparse.linalg, sparse.random and comparisons.
 """
@@ -15,9 +17,10 @@ from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extr
                                            bcoo_fromdense, bcoo_reduce_sum, bcoo_sort_indices,
                                            bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
                                            empty, eye, todense)
+from fnad.experimental.sparse.bcsr import BCSR, bcsr_fromdense, bcsr_todense
 from fnad.experimental.sparse.transform import sparsify
 
-__all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_extract",
+__all__ = ["BCOO", "BCSR", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_extract",
            "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
            "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
-           "eye", "sparsify", "todense"]
+           "bcsr_fromdense", "bcsr_todense", "eye", "sparsify", "todense"]

@@ -307,8 +307,9 @@ def _normalize_axis(a, ndim: int, what: str) -> int:
 
 
 def todense(arr):
-    """A dense array: a BCOO converted, anything else passed through jnp.asarray."""
-    return arr.todense() if isinstance(arr, BCOO) else jnp.asarray(arr)
+    """A dense array: a sparse array (BCOO, BCSR) converted, anything else passed through
+    jnp.asarray."""
+    return arr.todense() if hasattr(arr, "todense") else jnp.asarray(arr)
 
 
 def _check_bcoo(mat, what: str) -> None:
