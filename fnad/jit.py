@@ -66,6 +66,18 @@ def compiled_for(closed: ClosedJaxpr, backend):
     return fn
 
 
+def _check_shardings(what: str, shardings) -> None:
+    """Every leaf of `shardings` must be a Sharding, a PartitionSpec or None."""
+    from fnad import sharding
+    leaves = tree_util.tree_leaves(shardings, is_leaf=lambda x: x is None or isinstance(
+        x, (sharding.Sharding, sharding.PartitionSpec)))
+    for leaf in leaves:
+        if leaf is not None and not isinstance(leaf, (sharding.Sharding,
+                                                      sharding.PartitionSpec)):
+            raise TypeError(f"jit: {what} must hold Shardings or PartitionSpecs (or None), "
+                            f"got {leaf!r} of type {type(leaf).__name__}")
+
+
 def jit_abstract_eval(*avals, jaxpr, name, backend):
     expect = jaxpr.in_avals
     if len(avals) != len(expect):
@@ -542,11 +554,13 @@ def _as_tuple(x, what: str, kind: type) -> tuple:
     return tuple(item if kind is str else int(item) for item in items)
 
 
-def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+def jit(fun: Callable | None = None, in_shardings=None, out_shardings=None, *,
+        static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, backend: str | None = None,
-        inline: bool = False, keep_unused: bool = False, device=None) -> Any:
+        inline: bool = False, keep_unused: bool = False, device=None,
+        compiler_options: dict | None = None) -> Any:
     """Compile `fun` (traced once per argument signature) with a backend.
 
     As jax.jit: static_argnums/static_argnames are Python values baked into the trace
@@ -555,16 +569,24 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     "gpu", picks one that runs there: fnad.devices.backend_for), default
     `config.jax_jit_backend`; `device` (an fnad Device) picks its backend. Usable as a
     decorator with or without arguments; `.trace`/`.lower(*args)` and `.compile()` are the
-    ahead-of-time stages.
+    ahead-of-time stages. `in_shardings`/`out_shardings` (Shardings, PartitionSpecs or
+    pytrees of them, checked) and `compiler_options` are accepted: fnad runs on one device,
+    where every sharding is the whole array.
     """
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 static_argnums=static_argnums,
                                  static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                                  backend=backend, inline=inline, keep_unused=keep_unused,
-                                 device=device)
+                                 device=device, compiler_options=compiler_options)
     if not callable(fun):
         raise TypeError(f"jit: expected a function, got {type(fun).__name__}")
+    _check_shardings("in_shardings", in_shardings)
+    _check_shardings("out_shardings", out_shardings)
+    if compiler_options is not None and not isinstance(compiler_options, dict):
+        raise TypeError(f"jit: compiler_options must be a dict, got "
+                        f"{type(compiler_options).__name__}")
     nums = _as_tuple(static_argnums, "static_argnums", int)
     names = _as_tuple(static_argnames, "static_argnames", str)
     donate = _as_tuple(donate_argnums, "donate_argnums", int)

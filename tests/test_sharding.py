@@ -224,3 +224,30 @@ def test_array_sharding_is_its_single_device():
     assert isinstance(s, fnad.sharding.SingleDeviceSharding)
     assert s.device_set == {x.device} and s.is_fully_replicated
     assert s.shard_shape(x.shape) == (2, 3)
+
+
+def test_jit_shardings_pjit_mesh_utils_and_multihost_utils():
+    """jit's in/out_shardings and pjit accept jax's shardings (checked; one device);
+    mesh_utils builds the size-1 meshes; multihost_utils as with one process (jax on one
+    CPU device gives the same)."""
+    from fnad.experimental import mesh_utils, multihost_utils, pjit
+    mesh = fnad.sharding.Mesh(mesh_utils.create_device_mesh((1, 1)), ("a", "b"))
+    s = fnad.NamedSharding(mesh, fnad.P("a"))
+    x = np.arange(4.0, dtype=np.float32)
+    f = fnad.jit(lambda u, v: u * v, in_shardings=(s, None), out_shardings=s)
+    np.testing.assert_array_equal(f(x, 2.0), x * 2)
+    g = pjit.pjit(lambda u: u + 1, in_shardings=fnad.P(), out_shardings=None)
+    np.testing.assert_array_equal(g(x), x + 1)
+    with pytest.raises(TypeError, match="in_shardings must hold"):
+        fnad.jit(lambda u: u, in_shardings=[3])
+    with pytest.raises(ValueError, match="needs 2 devices"):
+        mesh_utils.create_device_mesh((2, 1))
+    assert mesh_utils.create_hybrid_device_mesh((1,), (1,)).shape == (1,)
+    gathered = multihost_utils.process_allgather({"w": x})
+    assert gathered["w"].shape == (1, 4)
+    np.testing.assert_array_equal(multihost_utils.process_allgather(x, tiled=True), x)
+    np.testing.assert_array_equal(multihost_utils.broadcast_one_to_all(x), x)
+    multihost_utils.sync_global_devices("step")
+    pytest.importorskip("jax", reason="jax is the oracle for the gathered shapes")
+    from jax.experimental import multihost_utils as jmh
+    assert jmh.process_allgather({"w": x})["w"].shape == gathered["w"].shape
