@@ -14,8 +14,9 @@ Supported: `check` (eager: raises JaxRuntimeError at once; staged without checki
 "not functionalized" ValueError at trace time, as jax), NaNs made by any primitive, integer
 div/rem by zero, out-of-bounds start indices of dynamic_slice / dynamic_update_slice (fnad's
 `x[i]` lowers to dynamic_slice), gather and the scatters (`x[idx]`, `x.at[idx]...`, in
-every mode, as jax); checks inside cond/switch branches, scan and while_loop bodies, jit
-and checkpoint, and under vmap/grad/jvp inside the checkified function. Messages are
+every mode, as jax); checks inside cond/switch branches, scan bodies, while_loop's body
+and cond_fun, jit, checkpoint, custom_jvp/custom_vjp functions, and under vmap/grad/jvp
+inside the checkified function. Messages are
 jax's, "at mapped index i: ..." lines included.
 Differences from jax / not supported:
 - custom_jvp and custom_vjp bodies are checked, their rules kept for the derivatives (a
@@ -301,17 +302,6 @@ def _collect(jaxpr: Jaxpr, errors, sites: dict, order: list) -> None:
             order.extend(mine)
         for sub in _sub_closed(eqn):
             _collect(sub.jaxpr, errors, sites, order)
-
-
-def _has_check(jaxpr: Jaxpr) -> bool:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "check":
-            return True
-        for p in eqn.params.values():
-            subs = p if isinstance(p, tuple) else (p,)
-            if any(isinstance(s, ClosedJaxpr) and _has_check(s.jaxpr) for s in subs):
-                return True
-    return False
 
 
 def _oob_msg(shape, values):
