@@ -229,22 +229,28 @@ def _dense_at_entries(sp_mat: BCOO, v, what: str):
     return data, picked                       # [*B, nse, *D] (v's dense dims broadcast)
 
 
+def _same_layout(lhs: BCOO, rhs: BCOO, what: str):
+    """(lhs's layout, (data, indices) of lhs, of rhs, batch dims broadcast) for two BCOO
+    arrays of one shape and layout (n_batch, n_dense); an error naming `what` otherwise."""
+    if lhs.shape != rhs.shape:
+        raise ValueError(f"{what}: shapes {lhs.shape} and {rhs.shape} differ "
+                         "(broadcasting is not supported)")
+    ll = _validate(lhs.data, lhs.indices, lhs.shape)
+    rl = _validate(rhs.data, rhs.indices, rhs.shape)
+    if (ll.n_batch, ll.n_dense) != (rl.n_batch, rl.n_dense):
+        raise NotImplementedError(
+            f"{what}: layouts differ (n_batch {ll.n_batch} vs {rl.n_batch}, n_dense "
+            f"{ll.n_dense} vs {rl.n_dense}); convert one with fromdense")
+    return (ll, _broadcast_batch(lhs.data, lhs.indices, lhs.shape, ll),
+            _broadcast_batch(rhs.data, rhs.indices, rhs.shape, rl))
+
+
 def add(a, b):
     """a + b with a BCOO operand. Two BCOO arrays of one shape and layout: a BCOO holding
     both sides' entries (nse adds up; duplicates sum when densified), as jax's. A BCOO and a
     dense array or scalar: the dense sum, as jax."""
     if isinstance(a, BCOO) and isinstance(b, BCOO):
-        if a.shape != b.shape:
-            raise ValueError(f"BCOO + BCOO: shapes {a.shape} and {b.shape} differ "
-                             "(broadcasting is not supported)")
-        la = _validate(a.data, a.indices, a.shape)
-        lb = _validate(b.data, b.indices, b.shape)
-        if (la.n_batch, la.n_dense) != (lb.n_batch, lb.n_dense):
-            raise NotImplementedError(
-                f"BCOO + BCOO with different layouts (n_batch {la.n_batch} and {lb.n_batch}, "
-                f"n_dense {la.n_dense} and {lb.n_dense}) is not supported")
-        da, ia = _broadcast_batch(a.data, a.indices, a.shape, la)
-        db, ib = _broadcast_batch(b.data, b.indices, b.shape, lb)
+        la, (da, ia), (db, ib) = _same_layout(a, b, "BCOO + BCOO")
         dtype = jnp.result_type(da, db)
         nb = la.n_batch
         return BCOO((jnp.concatenate([da.astype(dtype), db.astype(dtype)], axis=nb),
@@ -272,20 +278,10 @@ def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
     """
     _check_bcoo(lhs, "bcoo_multiply_sparse")
     _check_bcoo(rhs, "bcoo_multiply_sparse")
-    if lhs.shape != rhs.shape:
-        raise ValueError(f"bcoo_multiply_sparse: shapes {lhs.shape} and {rhs.shape} differ "
-                         "(broadcasting is not supported)")
-    ll = _validate(lhs.data, lhs.indices, lhs.shape)
-    rl = _validate(rhs.data, rhs.indices, rhs.shape)
-    if (ll.n_batch, ll.n_dense) != (rl.n_batch, rl.n_dense):
-        raise NotImplementedError(
-            f"bcoo_multiply_sparse: layouts differ (n_batch {ll.n_batch} vs {rl.n_batch}, "
-            f"n_dense {ll.n_dense} vs {rl.n_dense}); convert one with fromdense")
+    ll, (ld, li), (rd, ri) = _same_layout(lhs, rhs, "bcoo_multiply_sparse")
     nb, ns, nd = ll.n_batch, ll.n_sparse, ll.n_dense
     B, D = lhs.shape[:nb], lhs.shape[nb + ns:]
-    ld, li = _broadcast_batch(lhs.data, lhs.indices, lhs.shape, ll)
-    rd, ri = _broadcast_batch(rhs.data, rhs.indices, rhs.shape, rl)
-    n1, n2 = ll.nse, rl.nse
+    n1, n2 = ll.nse, rhs.nse
     li2, ri2 = li[..., :, None, :], ri[..., None, :, :]                 # [*B, n1, 1 | n2, S]
     match = jnp.all(li2 == ri2, axis=-1)                              # [*B, n1, n2]
     expand = (Ellipsis,) + (None,) * nd
