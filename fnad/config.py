@@ -35,7 +35,7 @@ class UnknownOptionError(AttributeError, ValueError):
 
 class _Option(NamedTuple):
     default: Any
-    kind: str  # "bool" | "str" | "enum" | "optional_enum"
+    kind: str  # "bool" | "str" | "enum" | "optional_enum" | "optional_path" | "number"
     choices: tuple[str, ...] = ()
     help: str = ""
 
@@ -84,6 +84,16 @@ _OPTIONS: dict[str, _Option] = {
         False, "bool", help="while tracing, evaluate operations on concrete values at once "
         "(fnad.ensure_compile_time_eval sets it)"
     ),
+    "jax_compilation_cache_dir": _Option(
+        None, "optional_path", help="where the numba backend keeps compiled programs when "
+        "$FNAD_CACHE_DIR is not set (default ~/.cache/fnad/numba)"
+    ),
+    "jax_persistent_cache_min_compile_time_secs": _Option(
+        1.0, "number", help="accepted for JAX compatibility: fnad keeps every program"
+    ),
+    "jax_persistent_cache_min_entry_size_bytes": _Option(
+        0, "number", help="accepted for JAX compatibility: fnad keeps every program"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.
@@ -123,10 +133,19 @@ def _validate(name: str, value: Any) -> Any:
         raise TypeError(
             f"Config option {name!r} takes a bool, got {type(value).__name__} {value!r}."
         )
-    if opt.kind == "optional_enum" and value is None:
+    if opt.kind == "number":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise TypeError(f"Config option {name!r} takes a non-negative number, got "
+                            f"{type(value).__name__} {value!r}.")
+        return value
+    if opt.kind in ("optional_enum", "optional_path") and value is None:
         return None
+    if opt.kind == "optional_path" and isinstance(value, os.PathLike):
+        value = os.fspath(value)
     if not isinstance(value, str):
-        expected = "a str or None" if opt.kind == "optional_enum" else "a str"
+        expected = {"optional_enum": "a str or None",
+                    "optional_path": "a path (str or os.PathLike) or None"}.get(opt.kind,
+                                                                                "a str")
         raise TypeError(
             f"Config option {name!r} takes {expected}, got {type(value).__name__} {value!r}."
         )
@@ -135,7 +154,7 @@ def _validate(name: str, value: Any) -> Any:
             f"Config option {name!r} must be one of {', '.join(map(repr, opt.choices))}"
             f"{' or None' if opt.kind == 'optional_enum' else ''}; got {value!r}."
         )
-    if opt.kind == "str" and not value:
+    if opt.kind in ("str", "optional_path") and not value:
         raise ValueError(f"Config option {name!r} must be a non-empty string.")
     return value
 
@@ -158,8 +177,15 @@ def _from_env(name: str, environ: Any) -> Any:
                 f"Environment variable {var}={raw!r} is not a truth value "
                 f"(use one of {sorted(_TRUE_STRINGS | _FALSE_STRINGS)})."
             )
-        if kind == "optional_enum" and raw.strip().lower() in ("", "none"):
+        if kind in ("optional_enum", "optional_path") and raw.strip().lower() in ("",
+                                                                                 "none"):
             return None
+        if kind == "number":
+            try:
+                return _validate(name, float(raw))
+            except (TypeError, ValueError):
+                raise ValueError(f"Environment variable {var}={raw!r} is not a non-negative "
+                                 "number") from None
         try:
             return _validate(name, raw.strip())
         except (TypeError, ValueError) as err:

@@ -25,6 +25,9 @@ DEFAULTS = {
     "jax_traceback_filtering": "auto",
     "jax_background_compile": True,
     "jax_eager_constant_folding": False,
+    "jax_compilation_cache_dir": None,
+    "jax_persistent_cache_min_compile_time_secs": 1.0,
+    "jax_persistent_cache_min_entry_size_bytes": 0,
 }
 
 
@@ -252,3 +255,25 @@ def test_jax_context_managers():
         assert getattr(config, name) == before, name
     with pytest.raises(ValueError):
         fnad.numpy_rank_promotion("sometimes").__enter__()
+
+
+def test_compilation_cache_options(fresh, monkeypatch, tmp_path):
+    """jax_compilation_cache_dir picks the numba backend's cache dir when $FNAD_CACHE_DIR is
+    unset (FNAD_CACHE_DIR wins); the persistent-cache thresholds are accepted, checked."""
+    from fnad.backends.numba_cpu.codegen import cache_dir
+    monkeypatch.delenv("FNAD_CACHE_DIR", raising=False)
+    with config.override(jax_compilation_cache_dir=tmp_path / "jaxcache"):
+        assert cache_dir() == tmp_path / "jaxcache" and (tmp_path / "jaxcache").is_dir()
+        monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path / "fnadcache"))
+        assert cache_dir() == tmp_path / "fnadcache"
+    assert config.jax_compilation_cache_dir is None
+    fresh.update("jax_persistent_cache_min_compile_time_secs", 0)
+    fresh.update("persistent_cache_min_entry_size_bytes", -1 + 1)
+    with pytest.raises(TypeError, match="non-negative number"):
+        fresh.update("jax_persistent_cache_min_compile_time_secs", -2.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        fresh.update("jax_compilation_cache_dir", "")
+    env = Config({"JAX_COMPILATION_CACHE_DIR": "/x/y",
+                  "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5"})
+    assert env.jax_compilation_cache_dir == "/x/y"
+    assert env.jax_persistent_cache_min_compile_time_secs == 0.5

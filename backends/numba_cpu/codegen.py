@@ -30,7 +30,8 @@
               Programs without a fingerprint (a user's primitive, a callback) and those
               whose K holds something no other process can rebuild are not saved.
 
-The cache dir is `$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba. The callable returned has
+The cache dir is `$FNAD_CACHE_DIR`, else the `jax_compilation_cache_dir` option, else
+~/.cache/fnad/numba. The callable returned has
 `.source`: the driver followed by its kernels (`fnad.jit(f).lower(x).source`).
 
 Under `jax_debug_nans`/`jax_debug_infs` the program is interpreted instead (the check
@@ -870,8 +871,11 @@ def eager_call(eqn, backend, buffer_of=_numpy_buffer):
 
 # ---- loading: a file in the cache dir, imported as a module ---------------------------------
 def cache_dir() -> pathlib.Path:
-    """`$FNAD_CACHE_DIR`, else ~/.cache/fnad/numba (a temp dir where neither is writable)."""
-    env = os.environ.get("FNAD_CACHE_DIR")
+    """`$FNAD_CACHE_DIR`, else the `jax_compilation_cache_dir` option (config.update, or
+    $JAX_COMPILATION_CACHE_DIR), else ~/.cache/fnad/numba (a temp dir where none is
+    writable)."""
+    from fnad.config import config
+    env = os.environ.get("FNAD_CACHE_DIR") or config.jax_compilation_cache_dir
     path = pathlib.Path(env) if env else pathlib.Path.home() / ".cache" / "fnad" / "numba"
     try:
         path.mkdir(parents=True, exist_ok=True)
