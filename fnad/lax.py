@@ -274,15 +274,16 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
                          full(tuple(update_shape), 1, _np.int32),  # noqa: F405
                          dimension_numbers, indices_are_sorted=indices_are_sorted,
                          unique_indices=unique_indices, mode=mode)
-    probe = _get_aval(func(operand))
-    if (probe.shape, probe.dtype) != (tuple(shape), dtype):
-        raise TypeError(f"scatter_apply: func must map the operand ({dtype.name}"
-                        f"{list(shape)}) elementwise to the same shape and dtype, got "
-                        f"{probe.dtype.name}{list(probe.shape)}")
 
     def body(carry):
         r, x = carry
-        return r + 1, select(gt(counts, r), func(x), x)  # noqa: F405
+        fx = func(x)
+        got = _get_aval(fx)
+        if (got.shape, got.dtype) != (tuple(shape), dtype):
+            raise TypeError(f"scatter_apply: func must map the operand ({dtype.name}"
+                            f"{list(shape)}) elementwise to the same shape and dtype, got "
+                            f"{got.dtype.name}{list(got.shape)}")
+        return r + 1, select(gt(counts, r), fx, x)  # noqa: F405
     rounds = reduce_max(counts, tuple(range(len(shape)))) if len(shape) else counts  # noqa: F405
     return while_loop(lambda c: lt(c[0], rounds), body,  # noqa: F405
                       (_np.int32(0), operand))[1]
