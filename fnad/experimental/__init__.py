@@ -3,17 +3,8 @@
 `io_callback` (fnad/callback.py) and the `enable_x64` /
 `disable_x64` context managers. As in jax, import a module to use it
 (`from fnad.experimental import sparse`)."""
-import contextlib as _contextlib
-
+from fnad import enable_x64  # noqa: F401  (the same context manager as fnad.enable_x64)
 from fnad.callback import io_callback
-
-
-@_contextlib.contextmanager
-def enable_x64(new_val: bool = True):
-    """64-bit types on (or, with False, off) inside the block; restored after."""
-    from fnad.config import config
-    with config.override(jax_enable_x64=bool(new_val)):
-        yield
 
 
 def disable_x64():
