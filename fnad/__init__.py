@@ -5,7 +5,8 @@
 """
 from fnad import dtypes, tree, tree_util  # noqa: F401
 from fnad.config import (config, debug_infs, debug_nans, default_matmul_precision,
-                         disable_jit, log_compiles, numpy_rank_promotion)
+                         disable_jit, log_compiles, numpy_dtype_promotion,
+                         numpy_rank_promotion)
 from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  # noqa: F401
                        ShapeDtypeStruct, ShapeError, TracerArrayConversionError,
                        TracerBoolConversionError, TracerIntegerConversionError,
@@ -40,7 +41,8 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "hessian", "jacfwd", "jacobian",
            "jacrev", "jit", "jvp", "linear_transpose", "linearize", "local_device_count",
            "local_devices", "log_compiles", "make_jaxpr", "named_call", "named_scope",
-           "numpy_rank_promotion", "pmap", "print_environment_info", "pure_callback", "remat",
+           "numpy_dtype_promotion", "numpy_rank_promotion", "pmap", "print_environment_info",
+           "pure_callback", "remat",
            "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
 __all__ += ["NamedSharding", "P", "make_array_from_callback", "make_mesh", "set_mesh",
             "shard_map", "effects_barrier", "enable_x64"]

@@ -94,6 +94,10 @@ _OPTIONS: dict[str, _Option] = {
     "jax_persistent_cache_min_entry_size_bytes": _Option(
         0, "number", help="accepted for JAX compatibility: fnad keeps every program"
     ),
+    "jax_numpy_dtype_promotion": _Option(
+        "standard", "enum", ("standard", "strict"), help="implicit dtype promotion: JAX's "
+        "lattice, or 'strict' (only Python scalars promote, to an array's type of their kind)"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.
@@ -323,3 +327,12 @@ def numpy_rank_promotion(new_val: str) -> contextlib.AbstractContextManager[None
     """Context manager setting ``jax_numpy_rank_promotion`` for a block, as
     ``jax.numpy_rank_promotion``."""
     return config.override(jax_numpy_rank_promotion=new_val)
+
+
+def numpy_dtype_promotion(new_val: str) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_numpy_dtype_promotion`` for a block, as
+    ``jax.numpy_dtype_promotion``: ``"strict"`` makes every implicit promotion between
+    different dtypes a TypePromotionError, except a Python scalar (weakly typed) meeting an
+    array of its kind or a wider one (``float32 array + 1.0``, ``int8 array + 1``,
+    ``float32 array + 1``)."""
+    return config.override(jax_numpy_dtype_promotion=new_val)

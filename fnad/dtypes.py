@@ -195,8 +195,16 @@ _NODE_NAMES = ("b1", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
                "bf16", "f16", "f32", "f64", "c64", "c128", "i*", "f*", "c*")
 
 
-def _lattice_edges(x64: bool) -> dict[int, tuple[int, ...]]:
-    """Each node's immediate successors (the types it promotes to directly)."""
+def _lattice_edges(x64: bool, strict: bool = False) -> dict[int, tuple[int, ...]]:
+    """Each node's immediate successors (the types it promotes to directly). The strict
+    lattice (``jax_numpy_dtype_promotion="strict"``) links only the weak types: i* to f* and
+    to every integer type, f* to c* and every float type, c* to the complex types."""
+    if strict:
+        edges: dict[int, tuple[int, ...]] = {n: () for n in range(18)}
+        edges[_N_IW] = (_N_FW, _N_U8, _N_U16, _N_U32, _N_U64, _N_I8, _N_I16, _N_I32, _N_I64)
+        edges[_N_FW] = (_N_CW, _N_BF16, _N_F16, _N_F32, _N_F64)
+        edges[_N_CW] = (_N_C64, _N_C128)
+        return edges
     return {
         _N_B1: (_N_IW,),
         _N_IW: (_N_U8, _N_I8),
@@ -221,9 +229,10 @@ def _lattice_edges(x64: bool) -> dict[int, tuple[int, ...]]:
     }
 
 
-def _lub_table(x64: bool) -> tuple[tuple[int, ...], ...]:
-    """table[a][b] = least upper bound of nodes a and b (18 x 18)."""
-    edges = _lattice_edges(x64)
+def _lub_table(x64: bool, strict: bool = False) -> tuple[tuple[int, ...], ...]:
+    """table[a][b] = least upper bound of nodes a and b (18 x 18); -1 where the strict
+    lattice has none."""
+    edges = _lattice_edges(x64, strict)
     upper: dict[int, set[int]] = {}
     for n in range(18):  # transitive closure by graph search
         seen, todo = {n}, [n]
@@ -240,6 +249,8 @@ def _lub_table(x64: bool) -> tuple[tuple[int, ...], ...]:
             common = upper[a] & upper[b]
             # The least common bound is the one every other common bound lies above.
             least = [c for c in common if common <= upper[c]]
+            if strict and not least:
+                least = [-1]
             if len(least) != 1:  # guards the edge list above against typos
                 raise AssertionError(f"promotion lattice: no unique lub for {a}, {b}")
             row.append(least[0])
@@ -247,7 +258,24 @@ def _lub_table(x64: bool) -> tuple[tuple[int, ...], ...]:
     return tuple(table)
 
 
-_LUB = (_lub_table(x64=False), _lub_table(x64=True))
+# _LUB[strict][x64]; `_strict` follows config.jax_numpy_dtype_promotion (a listener below).
+_LUB = ((_lub_table(x64=False), _lub_table(x64=True)),
+        (_lub_table(x64=False, strict=True), _lub_table(x64=True, strict=True)))
+_strict = config.jax_numpy_dtype_promotion == "strict"
+
+
+@config.on_change
+def _promotion_mode(name: str, value: Any) -> None:
+    global _strict
+    if name == "jax_numpy_dtype_promotion":
+        _strict = value == "strict"
+
+
+def _no_promotion_path(names: list[str]) -> TypePromotionError:
+    return TypePromotionError(
+        f"Input dtypes ({', '.join(names)}) have no available implicit dtype promotion path "
+        "when jax_numpy_dtype_promotion='strict'. Cast the inputs explicitly to the type you "
+        "want (x.astype(...)), or leave the block of fnad.numpy_dtype_promotion('strict').")
 
 
 def _weak_node(dt: np.dtype) -> int:
@@ -291,7 +319,9 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     canonical answer an operation should produce.
     """
     na, nb = _promote_types_node(a), _promote_types_node(b)
-    node = _LUB[config.jax_enable_x64][na][nb]
+    node = _LUB[_strict][config.jax_enable_x64][na][nb]
+    if node < 0:
+        raise _no_promotion_path([_NODE_NAMES[na], _NODE_NAMES[nb]])
     if node == _N_IW:
         return _I64
     if node == _N_FW:
@@ -354,7 +384,7 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
     ``return_weak_type_flag=True``.
     """
     key = tuple(map(_dtype_and_weak, args))
-    cache = _RESULT[config.jax_enable_x64]
+    cache = _RESULT[_strict][config.jax_enable_x64]
     try:
         out = cache[key]
     except KeyError:
@@ -362,18 +392,19 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
     return out if return_weak_type_flag else out[0]
 
 
-# Per x64 mode: (canonical dtype, weak) of every argument -> (dtype, weak). Bounded by the
-# number of distinct signatures a program uses, which is small.
-_RESULT: tuple[dict[tuple, tuple[np.dtype, bool]], dict[tuple, tuple[np.dtype, bool]]] = ({}, {})
+# Per promotion mode and x64 mode: (canonical dtype, weak) of every argument -> (dtype,
+# weak). Bounded by the number of distinct signatures a program uses, which is small.
+_RESULT: tuple[tuple[dict[tuple, tuple[np.dtype, bool]], ...], ...] = (({}, {}), ({}, {}))
 
 
 def _lattice_result(pairs: tuple[tuple[np.dtype, bool], ...]) -> tuple[np.dtype, bool]:
     if not pairs:
         raise ValueError("result_type needs at least one array or dtype.")
-    lub = _LUB[config.jax_enable_x64]
-    if all(w for _, w in pairs):
+    lub = _LUB[_strict][config.jax_enable_x64]
+    if all(w for _, w in pairs) and (not _strict or len(pairs) == 1):
         # Joining the strong counterparts keeps e.g. two weak int16 tracers from landing on
-        # a non-canonical weak node; the weak flag is put back below (JAX does the same).
+        # a non-canonical weak node; the weak flag is put back below (JAX does the same,
+        # except in the strict lattice, where 1 + 1.0 joins i* and f*).
         node = _strong_node(pairs[0][0])
         for dt, _ in pairs[1:]:
             node = lub[node][_strong_node(dt)]
@@ -381,7 +412,11 @@ def _lattice_result(pairs: tuple[tuple[np.dtype, bool], ...]) -> tuple[np.dtype,
     else:
         node = _weak_node(pairs[0][0]) if pairs[0][1] else _strong_node(pairs[0][0])
         for dt, w in pairs[1:]:
-            node = lub[node][_weak_node(dt) if w else _strong_node(dt)]
+            if node >= 0:
+                node = lub[node][_weak_node(dt) if w else _strong_node(dt)]
+        if node < 0:
+            raise _no_promotion_path([f"weakly typed {dt.name}" if w else dt.name
+                                      for dt, w in pairs])
         weak = node in _N_WEAK
     out = _node_dtype(node)
     weak = weak and out is not _B1

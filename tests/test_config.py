@@ -28,6 +28,7 @@ DEFAULTS = {
     "jax_compilation_cache_dir": None,
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
+    "jax_numpy_dtype_promotion": "standard",
 }
 
 

@@ -205,13 +205,20 @@ def test_result_type_errors():
 
 def test_lattice_is_a_join_semilattice():
     # lub must be symmetric, idempotent and associative, else folding over args is wrong.
-    for table in dtypes._LUB:
-        n = len(table)
-        for a, b in itertools.product(range(n), repeat=2):
-            assert table[a][b] == table[b][a]
-            assert table[a][a] == a
-            for c in range(n):
-                assert table[table[a][b]][c] == table[a][table[b][c]]
+    # The strict lattice has no lub for most pairs (-1): there, a fold that meets -1 stays
+    # failed, and the other grouping must fail too.
+    for strict, by_x64 in enumerate(dtypes._LUB):
+        for table in by_x64:
+            n = len(table)
+
+            def join(a, b, table=table):
+                return -1 if a < 0 or b < 0 else table[a][b]
+            for a, b in itertools.product(range(n), repeat=2):
+                assert table[a][b] == table[b][a]
+                assert table[a][a] == a
+                assert strict or table[a][b] >= 0
+                for c in range(n):
+                    assert join(join(a, b), c) == join(a, join(b, c))
 
 
 def test_weak_python_scalars_never_widen(x64):
@@ -293,37 +300,44 @@ def test_import_is_light():
 
 
 # ---- JAX as the oracle ---------------------------------------------------------------------
-@pytest.fixture(params=[False, True], ids=["x32", "x64"])
+@pytest.fixture(params=[(False, "standard"), (True, "standard"), (False, "strict"),
+                        (True, "strict")], ids=["x32", "x64", "x32-strict", "x64-strict"])
 def jax_mode(request):
-    """Put fnad and jax in the same x64 mode; give both back their old settings."""
+    """Put fnad and jax in the same x64 mode and dtype-promotion mode (standard, strict);
+    give both back their old settings."""
     jax = pytest.importorskip("jax", reason="jax not installed")
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", request.param)
+    x64, promotion = request.param
+    old = jax.config.jax_enable_x64, jax.config.jax_numpy_dtype_promotion
+    jax.config.update("jax_enable_x64", x64)
+    jax.config.update("jax_numpy_dtype_promotion", promotion)
     try:
-        with config.override(jax_enable_x64=request.param), warnings.catch_warnings():
+        with config.override(jax_enable_x64=x64, jax_numpy_dtype_promotion=promotion), \
+                warnings.catch_warnings():
             # jax warns when it truncates an explicit 64-bit dtype without x64; fnad is silent.
             warnings.simplefilter("ignore")
             yield jax
     finally:
-        jax.config.update("jax_enable_x64", old)
+        jax.config.update("jax_enable_x64", old[0])
+        jax.config.update("jax_numpy_dtype_promotion", old[1])
 
 
-def _same(ours, theirs):
-    """Call both; they must agree on the value or both raise."""
+def _outcome(fn):
+    """fn()'s value, or "TypePromotionError" where it raises one (jax's and fnad's are both
+    ValueErrors of that name)."""
     try:
-        want = theirs()
-    except (TypeError, ValueError):
-        with pytest.raises((TypeError, ValueError)):
-            ours()
-        return
-    assert ours() == want
+        return fn()
+    except ValueError as e:
+        if type(e).__name__ != "TypePromotionError":
+            raise
+        return "TypePromotionError"
 
 
 def test_promote_types_matches_jax_all_pairs(jax_mode):
     jnp = jax_mode.numpy
     nodes = [*ALL, int, float, complex]
     for a, b in itertools.product(nodes, repeat=2):
-        got, want = dtypes.promote_types(a, b), jnp.promote_types(a, b)
+        got = _outcome(lambda: dtypes.promote_types(a, b))
+        want = _outcome(lambda: jnp.promote_types(a, b))
         assert got == want, (a, b, got, want)
 
 
@@ -331,8 +345,8 @@ def test_result_type_matches_jax_dtype_and_scalar_pairs(jax_mode):
     jdt = jax_mode.dtypes
     args = [*ALL, int, float, complex, 1, 1.5, 1j, True, None]
     for a, b in itertools.product(args, repeat=2):
-        got = dtypes.result_type(a, b, return_weak_type_flag=True)
-        want = jdt.result_type(a, b, return_weak_type_flag=True)
+        got = _outcome(lambda: dtypes.result_type(a, b, return_weak_type_flag=True))
+        want = _outcome(lambda: jdt.result_type(a, b, return_weak_type_flag=True))
         assert got == want, (a, b, got, want)
     for a in args:
         got = dtypes.result_type(a, return_weak_type_flag=True)
@@ -365,19 +379,21 @@ def test_result_type_matches_jax_weak_arrays_pairs_and_triples(jax_mode):
         for combo in itertools.product(values, repeat=k):
             theirs = [j for j, _ in combo]
             ours = [f for _, f in combo]
-            want = jdt.result_type(*theirs, return_weak_type_flag=True)
-            got = dtypes.result_type(*ours, return_weak_type_flag=True)
+            want = _outcome(lambda: jdt.result_type(*theirs, return_weak_type_flag=True))
+            got = _outcome(lambda: dtypes.result_type(*ours, return_weak_type_flag=True))
             assert got == want, ([(o.aval.dtype, o.aval.weak_type) for o in ours], got, want)
             flat = [Flat(o.aval.dtype, o.aval.weak_type) for o in ours]
-            assert dtypes.result_type(*flat, return_weak_type_flag=True) == want
+            assert _outcome(lambda: dtypes.result_type(*flat, return_weak_type_flag=True)) \
+                == want
 
 
 def test_result_type_matches_jax_mixed_triples(jax_mode):
     jdt = jax_mode.dtypes
     args = [*ALL, 1, 1.5, 1j, True]
     for combo in itertools.product(args, repeat=3):
-        got = dtypes.result_type(*combo, return_weak_type_flag=True)
-        assert got == jdt.result_type(*combo, return_weak_type_flag=True), combo
+        got = _outcome(lambda: dtypes.result_type(*combo, return_weak_type_flag=True))
+        assert got == _outcome(lambda: jdt.result_type(*combo, return_weak_type_flag=True)), \
+            combo
 
 
 def test_canonicalize_and_scalar_dtypes_match_jax(jax_mode):
@@ -422,3 +438,67 @@ def test_short_names_match_jax_printing():
     for d in [*ALL, dtypes.float0]:
         want = ShapedArray((), d).str_short(short_dtypes=True).removesuffix("[]")
         assert dtypes.short_name(d) == want
+
+
+# ---- jax_numpy_dtype_promotion="strict" through the numpy API --------------------------------
+_STRICT_CASES = {
+    "f32 + 1.0": lambda m: m.ones(2, m.float32) + 1.0,
+    "i32 + 1.0": lambda m: m.ones(2, m.int32) + 1.0,
+    "f32 + f16": lambda m: m.ones(2, m.float32) + m.ones(2, m.float16),
+    "i32 + i8": lambda m: m.ones(2, m.int32) + m.ones(2, m.int8),
+    "where i8 i16": lambda m: m.where(True, m.ones(2, m.int8), m.ones(2, m.int16)),
+    "i32 + 1": lambda m: m.ones(2, m.int32) + 1,
+    "concatenate f32 i32": lambda m: m.concatenate([m.ones(2), m.ones(2, m.int32)]),
+    "bool + i32": lambda m: m.ones(2, bool) + m.ones(2, m.int32),
+    "add(1, 1.0)": lambda m: m.add(1, 1.0),
+    "f32 scalar + 1j": lambda m: m.add(m.float32(1), 1j),
+    "u8 + 3": lambda m: m.ones(2, m.uint8) + 3,
+    "c64 + 1.0": lambda m: m.ones(2, m.complex64) + 1.0,
+    "bool + 1": lambda m: m.ones(2, bool) + 1,
+    "f32 @ i32": lambda m: m.ones(3) @ m.ones(3, m.int32),
+    "mean i32": lambda m: m.mean(m.ones(3, m.int32)),
+    "i32 / i32": lambda m: m.ones(2, m.int32) / m.ones(2, m.int32),
+    "clip i8 0 5": lambda m: m.clip(m.ones(3, m.int8), 0, 5),
+}
+
+
+@pytest.mark.parametrize("case", list(_STRICT_CASES))
+def test_strict_promotion_in_numpy_ops_matches_jax(case):
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    import fnad
+    import fnad.numpy as fnp
+    f = _STRICT_CASES[case]
+
+    def outcome(run):
+        try:
+            out = run()
+        except ValueError as e:
+            assert type(e).__name__ == "TypePromotionError", e
+            return "TypePromotionError"
+        return np.dtype(out.dtype), bool(getattr(out, "weak_type", False))
+    with jax.numpy_dtype_promotion("strict"):
+        want = outcome(lambda: f(jax.numpy))
+    with fnad.numpy_dtype_promotion("strict"):
+        got = outcome(lambda: f(fnp))
+        jitted = outcome(lambda: fnad.jit(lambda: f(fnp))())
+    assert got == want and jitted == want
+    assert config.jax_numpy_dtype_promotion == "standard"
+
+
+def test_strict_promotion_error_names_the_dtypes_and_retraces_jit():
+    import fnad
+    import fnad.numpy as fnp
+    add = fnad.jit(lambda a, b: a + b)
+    a, b = fnp.ones(2, fnp.float32), fnp.ones(2, fnp.int32)
+    assert add(a, b).dtype == F32                     # standard: i32 joins f32
+    with fnad.numpy_dtype_promotion("strict"):
+        with pytest.raises(dtypes.TypePromotionError,
+                           match=r"\(float32, int32\).*strict.*astype"):
+            add(a, b)                                 # the cache key holds the mode
+        with pytest.raises(dtypes.TypePromotionError, match=r"\(i8, u16\)"):
+            dtypes.promote_types(np.int8, np.uint16)
+        with pytest.raises(dtypes.TypePromotionError, match="weakly typed float32"):
+            dtypes.result_type(np.int32, 1.5)
+    assert add(a, b).dtype == F32
+    with pytest.raises(ValueError, match="jax_numpy_dtype_promotion.*strict"):
+        config.update("jax_numpy_dtype_promotion", "loose")
