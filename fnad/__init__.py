@@ -4,9 +4,10 @@
 (and so numba or jax) and `fnad.scipy` load on first use.
 """
 from fnad import dtypes, tree, tree_util  # noqa: F401
-from fnad.config import (config, debug_infs, debug_nans, default_matmul_precision,
-                         disable_jit, log_compiles, numpy_dtype_promotion,
-                         numpy_rank_promotion)
+from fnad.config import (check_tracer_leaks, checking_leaks, config, debug_infs, debug_nans,
+                         default_matmul_precision, disable_jit, enable_checks,
+                         explain_cache_misses, log_compiles, numpy_dtype_promotion,
+                         numpy_rank_promotion, threefry_partitionable)
 from fnad.core import (Array, ConcretizationTypeError, NoImplementationError,  # noqa: F401
                        ShapeDtypeStruct, ShapeError, TracerArrayConversionError,
                        TracerBoolConversionError, TracerIntegerConversionError,
@@ -19,9 +20,10 @@ from fnad.jit import clear_caches, jit
 from fnad.custom import closure_convert, custom_gradient, custom_jvp, custom_vjp
 from fnad import custom_batching  # noqa: F401,E402
 from fnad.callback import pure_callback
-from fnad.devices import (block_until_ready, default_backend, default_device,
-                          device_count, device_get, device_put, devices, local_device_count,
-                          local_devices)
+from fnad.devices import (Device, block_until_ready, default_backend, default_device,
+                          device_count, device_get, device_put, devices, host_count, host_id,
+                          host_ids, local_device_count, local_devices, process_count,
+                          process_index, process_indices)
 from fnad.remat import checkpoint, checkpoint_policies, remat
 from fnad.tracing import (ensure_compile_time_eval, eval_shape, make_jaxpr, named_call,
                           named_scope, typeof)
@@ -44,6 +46,9 @@ __all__ = ["Array", "ShapeDtypeStruct", "block_until_ready", "checkpoint", "chec
            "numpy_dtype_promotion", "numpy_rank_promotion", "pmap", "print_environment_info",
            "pure_callback", "remat",
            "stop_gradient", "typeof", "value_and_grad", "vjp", "vmap"]
+__all__ += ["Device", "check_tracer_leaks", "checking_leaks", "enable_checks",
+            "explain_cache_misses", "host_count", "host_id", "host_ids", "process_count",
+            "process_index", "process_indices", "threefry_partitionable"]
 __all__ += ["NamedSharding", "P", "make_array_from_callback", "make_mesh", "set_mesh",
             "shard_map", "effects_barrier", "enable_x64"]
 

@@ -98,6 +98,22 @@ _OPTIONS: dict[str, _Option] = {
         "standard", "enum", ("standard", "strict"), help="implicit dtype promotion: JAX's "
         "lattice, or 'strict' (only Python scalars promote, to an array's type of their kind)"
     ),
+    "jax_threefry_partitionable": _Option(
+        True, "bool", help="fnad.random's bit layout: counters as the flat index split into "
+        "hi/lo words (jax 0.10's default); False gives jax's original layout"
+    ),
+    "jax_explain_cache_misses": _Option(
+        False, "bool", help="log (a warning) why a jitted function traces again: which part "
+        "of its cache key changed since its last compile"
+    ),
+    "jax_check_tracer_leaks": _Option(
+        False, "bool", help="accepted for JAX compatibility: fnad raises "
+        "UnexpectedTracerError whenever an escaped tracer is used, set or not; it does not "
+        "look for leaked tracers when a trace ends, as jax does"
+    ),
+    "jax_enable_checks": _Option(
+        False, "bool", help="accepted for JAX compatibility (jax's internal checks)"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.
@@ -336,3 +352,32 @@ def numpy_dtype_promotion(new_val: str) -> contextlib.AbstractContextManager[Non
     array of its kind or a wider one (``float32 array + 1.0``, ``int8 array + 1``,
     ``float32 array + 1``)."""
     return config.override(jax_numpy_dtype_promotion=new_val)
+
+
+def threefry_partitionable(new_val: bool) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_threefry_partitionable`` for a block, as
+    ``jax.threefry_partitionable``: False draws fnad.random's bits in jax's original
+    layout (the numbers older jax releases gave for the same key)."""
+    return config.override(jax_threefry_partitionable=new_val)
+
+
+def explain_cache_misses(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_explain_cache_misses`` for a block, as
+    ``jax.explain_cache_misses``."""
+    return config.override(jax_explain_cache_misses=new_val)
+
+
+def check_tracer_leaks(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_check_tracer_leaks`` for a block, as
+    ``jax.check_tracer_leaks`` (accepted; see the option's help: fnad checks tracers where
+    they are used, always)."""
+    return config.override(jax_check_tracer_leaks=new_val)
+
+
+checking_leaks = check_tracer_leaks
+
+
+def enable_checks(new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+    """Context manager setting ``jax_enable_checks`` for a block (accepted, as
+    ``jax.enable_checks``)."""
+    return config.override(jax_enable_checks=new_val)

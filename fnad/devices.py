@@ -155,6 +155,25 @@ def local_devices(process_index: int | None = None, backend: str | None = None) 
     return devices(backend)
 
 
+def process_index(backend: str | None = None) -> int:
+    """This process's index among the processes of the computation: 0 (fnad runs in one
+    process), as ``jax.process_index`` on one host."""
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    """How many processes take part: 1 (fnad runs in one process)."""
+    return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    """The indices of the processes taking part: [0]."""
+    return [0]
+
+
+host_id, host_count, host_ids = process_index, process_count, process_indices
+
+
 @contextlib.contextmanager
 def default_device(device: Device | str | None) -> Iterator[None]:
     """Context manager, as `jax.default_device`: new arrays go to `device`'s backend (a

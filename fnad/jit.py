@@ -389,7 +389,8 @@ class JitWrapped:
         entry = self._cache.get(key)
         if entry is not None:
             return entry, flat, in_tree, avals
-        if config.jax_log_compiles:
+        if config.jax_log_compiles or (config.jax_explain_cache_misses
+                                       and self._last_key is not None):
             logger.warning("Compiling %s for %s%s", self.__name__,
                            ", ".join(a.str_short() for a in avals),
                            _why(self._last_key, key))
@@ -526,12 +527,16 @@ def _hashable(value, what: str, name: str):
 
 
 def _why(old, new) -> str:
-    """Which part of the cache key changed since the last compile (for jax_log_compiles)."""
+    """Which part of the cache key changed since the last compile (for jax_log_compiles and
+    jax_explain_cache_misses)."""
     if old is None:
         return " (first call)"
     parts = ("the argument structure", "the argument shapes/dtypes", "the static arguments",
              "the backend", "the config", "the enclosing vmaps' named axes")
     changed = [p for p, a, b in zip(parts, old, new) if a != b]
+    if old[4] != new[4]:                  # name the options: config.values() pairs
+        names = [n for (n, a), (_, b) in zip(old[4], new[4]) if a != b]
+        changed[changed.index("the config")] = f"the config ({', '.join(names)})"
     return f" (because {' and '.join(changed)} changed)" if changed else ""
 
 

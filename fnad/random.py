@@ -16,7 +16,9 @@ scalar of dtype key<fry>), so `key_data(k)` is the identity here.
 
 Bits follow jax 0.10's default `jax_threefry_partitionable=True` (counters are the
 flat index as a uint64 split into hi/lo words, the two hash outputs xor-ed); set
-`fnad.random.threefry_partitionable = False` for jax's original layout.
+`config.update("jax_threefry_partitionable", False)` (or use the context manager
+`fnad.threefry_partitionable(False)`) for jax's original layout. It is a config option, so
+jitted functions trace again when it changes.
 
     threefry2x32((k0, k1), (x0, x1)):  ks2 = k0 ^ k1 ^ 0x1BD11BDA
         x += (k0, k1); 5 times: 4 rounds of (x0 += x1; x1 = rotl(x1, r) ^ x0),
@@ -44,7 +46,6 @@ __all__ = ["PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categori
            "threefry2x32", "threefry_2x32", "triangular", "truncated_normal", "uniform", "wald",
            "weibull_min", "wrap_key_data"]
 
-threefry_partitionable: bool = True           # jax 0.10's default jax_threefry_partitionable
 
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -160,7 +161,7 @@ def split(key, num: int | Sequence[int] = 2) -> jnp.ndarray:
     k = _check_key("split", key)
     shape = tuple(int(d) for d in num) if isinstance(num, Sequence) else (int(num),)
     k0, k1 = _key_words(k)
-    if threefry_partitionable:
+    if config.jax_threefry_partitionable:
         c_hi, c_lo = _iota_2x32(shape)
         b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
         return jnp.stack([b0, b1], axis=len(shape))                   # [*shape, 2]
@@ -185,7 +186,7 @@ def fold_in(key, data) -> jnp.ndarray:
 # ---- bits ----------------------------------------------------------------------------------
 def _random_bits(key, bit_width: int, shape: tuple[int, ...]):
     dtype = _UINT[bit_width]
-    if threefry_partitionable:
+    if config.jax_threefry_partitionable:
         k0, k1 = _key_words(key)
         c_hi, c_lo = _iota_2x32(shape)
         b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)

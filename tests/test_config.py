@@ -29,6 +29,10 @@ DEFAULTS = {
     "jax_persistent_cache_min_compile_time_secs": 1.0,
     "jax_persistent_cache_min_entry_size_bytes": 0,
     "jax_numpy_dtype_promotion": "standard",
+    "jax_threefry_partitionable": True,
+    "jax_explain_cache_misses": False,
+    "jax_check_tracer_leaks": False,
+    "jax_enable_checks": False,
 }
 
 
@@ -244,7 +248,13 @@ def test_jax_context_managers():
              (fnad.log_compiles, (), "jax_log_compiles", True),
              (fnad.default_matmul_precision, ("float32",), "jax_default_matmul_precision",
               "float32"),
-             (fnad.numpy_rank_promotion, ("raise",), "jax_numpy_rank_promotion", "raise")]
+             (fnad.numpy_rank_promotion, ("raise",), "jax_numpy_rank_promotion", "raise"),
+             (fnad.numpy_dtype_promotion, ("strict",), "jax_numpy_dtype_promotion", "strict"),
+             (fnad.threefry_partitionable, (False,), "jax_threefry_partitionable", False),
+             (fnad.explain_cache_misses, (), "jax_explain_cache_misses", True),
+             (fnad.check_tracer_leaks, (), "jax_check_tracer_leaks", True),
+             (fnad.checking_leaks, (), "jax_check_tracer_leaks", True),
+             (fnad.enable_checks, (), "jax_enable_checks", True)]
     for ctx, args, name, inside in cases:
         before = getattr(config, name)
         with ctx(*args):
@@ -278,3 +288,31 @@ def test_compilation_cache_options(fresh, monkeypatch, tmp_path):
                   "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5"})
     assert env.jax_compilation_cache_dir == "/x/y"
     assert env.jax_persistent_cache_min_compile_time_secs == 0.5
+
+
+def test_explain_cache_misses_logs_retraces_naming_what_changed(caplog):
+    """jax_explain_cache_misses: no message for a function's first trace, one naming the
+    changed part of the key (the options, for a config change) for each later one."""
+    import fnad
+    import fnad.numpy as fnp
+    f = fnad.jit(lambda x: x * 2)
+    with fnad.explain_cache_misses(), caplog.at_level("WARNING", logger="fnad.jit"):
+        f(fnp.ones(2))
+        assert not caplog.records
+        f(fnp.ones(3))
+        f(fnp.ones(3))                                    # a hit: no message
+        with fnad.numpy_dtype_promotion("strict"):
+            f(fnp.ones(3))
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages
+    assert "argument shapes/dtypes" in messages[0]
+    assert "the config (jax_numpy_dtype_promotion)" in messages[1]
+
+
+def test_single_process_functions_match_jax():
+    import fnad
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    for name in ("process_index", "process_count", "process_indices"):
+        assert getattr(fnad, name)() == getattr(jax, name)(), name
+    assert (fnad.host_id(), fnad.host_count(), fnad.host_ids()) == (0, 1, [0])
+    assert all(isinstance(d, fnad.Device) for d in fnad.devices())

@@ -27,17 +27,28 @@ def a(x):
 @pytest.fixture
 def original_layout():
     """fnad and jax both on jax_threefry_partitionable=False for one test."""
-    fr.threefry_partitionable = False
-    with jax.threefry_partitionable(False):
+    with fnad.threefry_partitionable(False), jax.threefry_partitionable(False):
         yield
-    fr.threefry_partitionable = True
+    assert fnad.config.jax_threefry_partitionable is True
 
 
 # ---- bit-exact against jax ----------------------------------------------------------------
 @needs_jax
 def test_partitionable_default_matches_jax():
     assert jax.config.jax_threefry_partitionable is True
-    assert fr.threefry_partitionable is True
+    assert fnad.config.jax_threefry_partitionable is True
+
+
+def test_partitionable_is_a_config_option_that_jit_keys_on():
+    # a jitted sampler traced in one layout must trace again in the other
+    draw = fnad.jit(lambda k: fr.bits(k, (4,)))
+    key = fr.PRNGKey(3)
+    new = np.asarray(draw(key))
+    with fnad.threefry_partitionable(False):
+        old = np.asarray(draw(key))
+        np.testing.assert_array_equal(old, np.asarray(fr.bits(key, (4,))))
+    assert not np.array_equal(new, old)
+    np.testing.assert_array_equal(np.asarray(draw(key)), new)
 
 
 @needs_jax
