@@ -10,6 +10,7 @@ from __future__ import annotations
 import math as _math
 import operator as _operator
 import sys as _sys
+import typing as _typing
 
 import numpy as _np
 
@@ -343,30 +344,141 @@ def _approx_k(operand, k, dim, aggregate, largest: bool):
     return vals, idx
 
 
+class RaggedDotDimensionNumbers(_typing.NamedTuple):
+    """The dims of lax.ragged_dot_general: `dot_dimension_numbers` as dot_general's
+    (((lhs contracting), (rhs contracting)), ((lhs batch), (rhs batch))), the lhs's one
+    ragged dim, and the rhs's group dim (one, or none where the ragged dim is a contracting
+    or batch dim)."""
+    dot_dimension_numbers: tuple
+    lhs_ragged_dimensions: _typing.Sequence[int]
+    rhs_group_dimensions: _typing.Sequence[int]
+
+
 def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None,
                group_offset=None, out_sharding=None):
-    """lhs [m, k] @ rhs[g] [k, n] for each group g of consecutive rows of lhs (the row
-    counts in `group_sizes` [G], which sum to at most m; rows past them give zeros):
-    a grouped matmul, as in mixture-of-experts layers."""
-    if group_offset is not None:
-        raise NotImplementedError("lax.ragged_dot: group_offset is not supported")
+    """lhs [m, k] times rhs[j] [k, n] for each group j of consecutive rows of lhs, the row
+    counts in `group_sizes` [g] (they sum to at most m; rows past them give zeros): a grouped
+    matmul, as in mixture-of-experts layers. One product per group (no work for rows of other
+    groups)."""
     lv, rv = _get_aval(lhs), _get_aval(rhs)
-    if lv.ndim != 2 or rv.ndim != 3 or lv.shape[1] != rv.shape[1]:
-        raise ValueError(f"lax.ragged_dot: expected lhs [m, k] and rhs [g, k, n], got "
+    if lv.ndim != 2 or rv.ndim != 3:
+        raise ValueError(f"lax.ragged_dot: expected lhs [m, k] and rhs [g, k, n], got shapes "
                          f"{lv.shape} and {rv.shape}")
-    g, m = rv.shape[0], lv.shape[0]
-    ends = cumsum(group_sizes, axis=0)  # noqa: F405
-    idt = _get_aval(ends).dtype
-    row = broadcasted_iota(idt, (m, g), 0)  # noqa: F405
-    group = reduce_sum(convert_element_type(  # noqa: F405
-        ge(row, broadcast_in_dim(ends, (m, g), (1,))), idt), (1,))  # noqa: F405
-    out = dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision=precision,  # noqa: F405
-                      preferred_element_type=preferred_element_type)          # [m, g, n]
-    onehot = eq(broadcast_in_dim(group, (lv.shape[0], g), (0,)),  # noqa: F405
-                broadcasted_iota(_get_aval(group).dtype, (lv.shape[0], g), 1))  # noqa: F405
-    mask = convert_element_type(onehot, _get_aval(out).dtype)  # noqa: F405
-    return reduce_sum(mul(out, broadcast_in_dim(mask, _get_aval(out).shape, (0, 1))),  # noqa
-                      (1,))
+    dims = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), [0], [0])
+    return ragged_dot_general(lhs, rhs, group_sizes, dims, precision=precision,
+                              preferred_element_type=preferred_element_type,
+                              group_offset=group_offset, out_sharding=out_sharding)
+
+
+def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision=None,
+                       preferred_element_type=None, group_offset=None, out_sharding=None):
+    """dot_general in which the lhs's ragged dim is cut into groups of consecutive entries
+    (sizes `group_sizes`, >= 0), as jax.lax.ragged_dot_general. By the kind of that dim:
+
+    - a free dim m: [b..,m..,k..] x [g,b..,k..,n..] -> [b..,m..,n..], each group's slice of
+      lhs times the rhs's matrix of that group (entries of no group give 0);
+    - a contracting dim k: [b..,m..,k..] x [b..,k..,n..] -> [g,b..,m..,n..], per group the
+      contraction over its slice of k only;
+    - a batch dim: dot_general itself (jax's CPU result: the sizes change nothing).
+
+    `group_sizes` is [g] or [b.., x.., g] (batch-mode: [x.., g]), x.. being the lhs dims of
+    the ragged dim's kind that come before it: the sizes may differ along them. Reduced to
+    the two forms of the ragged_dot_general primitive (primitives/ragged.py) by transposes
+    and reshapes; a size-per-x group_sizes broadcasts the rhs along x.."""
+    if group_offset is not None:
+        raise NotImplementedError("lax.ragged_dot_general: group_offset is not supported")
+    if out_sharding is not None:
+        raise NotImplementedError("lax.ragged_dot_general: out_sharding is not supported "
+                                  "(fnad has one device)")
+    from fnad.primitives.linalg import canonicalize_precision
+    from fnad.primitives.ragged import ragged_dot_general_p
+    rdn = ragged_dot_dimension_numbers
+    try:
+        ((lc, rc), (lb, rb)), ragged, group = rdn
+        lc, rc, lb, rb, ragged, group = (tuple(_operator.index(d) for d in x)
+                                         for x in (lc, rc, lb, rb, ragged, group))
+    except (TypeError, ValueError):
+        raise TypeError(f"lax.ragged_dot_general: ragged_dot_dimension_numbers must be a "
+                        f"RaggedDotDimensionNumbers(((lhs_contract, rhs_contract), "
+                        f"(lhs_batch, rhs_batch)), lhs_ragged_dimensions, "
+                        f"rhs_group_dimensions), got {rdn!r}") from None
+    lv, rv, gv = _get_aval(lhs), _get_aval(rhs), _get_aval(group_sizes)
+    if len(ragged) != 1 or not 0 <= ragged[0] < lv.ndim:
+        raise ValueError(f"lax.ragged_dot_general: lhs_ragged_dimensions must name one dim of "
+                         f"lhs (shape {lv.shape}), got {list(ragged)}")
+    r = ragged[0]
+    kind = "contracting" if r in lc else "batch" if r in lb else "rows"
+    if (kind == "rows") != (len(group) == 1):
+        raise ValueError(f"lax.ragged_dot_general: rhs_group_dimensions must name one dim of "
+                         f"rhs exactly when the ragged dim is a free dim of lhs; got "
+                         f"{list(group)} for a ragged {kind if kind != 'rows' else 'free'} "
+                         f"dim")
+    if not _dtypes.is_int(gv.dtype):
+        raise TypeError(f"lax.ragged_dot_general: group_sizes must be integers, got dtype "
+                        f"{gv.dtype}")
+    params = dict(precision=canonicalize_precision(precision),
+                  preferred_element_type=None if preferred_element_type is None
+                  else _dtypes.canonicalize_dtype(preferred_element_type))
+    if kind == "batch":                           # jax's CPU result: group sizes unused
+        return dot_general(lhs, rhs, ((lc, rc), (lb, rb)), **params)  # noqa: F405
+    rf = tuple(d for d in range(rv.ndim) if d not in rc + rb + group)
+    lf = tuple(d for d in range(lv.ndim) if d not in lc + lb)
+    bshape = tuple(lv.shape[d] for d in lb)
+    for what, ld, rd in (("batch", lb, rb), ("contracting", lc, rc)):
+        if tuple(lv.shape[d] for d in ld) != tuple(rv.shape[d] for d in rd):
+            raise ValueError(f"lax.ragged_dot_general: the {what} dims of lhs {lv.shape} "
+                             f"({list(ld)}) and rhs {rv.shape} ({list(rd)}) differ in size")
+    if group and rv.shape[group[0]] != gv.shape[-1]:
+        raise ValueError(f"lax.ragged_dot_general: group_sizes {gv.shape} has "
+                         f"{gv.shape[-1]} groups, the rhs {rv.shape} "
+                         f"{rv.shape[group[0]]} (its dim {group[0]})")
+    if kind == "rows":
+        (gd,) = group
+        xs = tuple(d for d in lf if d < r)        # free dims outer to the ragged dim
+        inner = tuple(d for d in lf if d > r)
+        tail = lc                                 # lhs [b.., x.., r, inner.., k..]
+        rhs_lead = rb + (gd,) + tuple(rc)         # rhs [b.., g, k.., n..]
+    else:
+        xs = tuple(d for d in lc if d < r)        # contracting dims outer to the ragged dim
+        inner = tuple(d for d in lc if d > r)
+        tail = lf                                 # lhs [b.., x.., r, inner.., m..]
+        pair = dict(zip(lc, rc))
+        rhs_lead = rb + tuple(pair[d] for d in xs + (r,) + inner)   # rhs [b.., x.., r, ..]
+    g = gv.shape[-1]
+    xshape = tuple(lv.shape[d] for d in xs)
+    nb, nx = _math.prod(bshape), _math.prod(xshape)
+    rows = lv.shape[r] * _math.prod(lv.shape[d] for d in inner)
+    scale = rows // lv.shape[r] if lv.shape[r] else 1
+    if gv.shape not in ((g,), bshape + xshape + (g,)):
+        raise ValueError(f"lax.ragged_dot_general: group_sizes must have shape [g] or "
+                         f"{list(bshape + xshape) + ['g']}, got {gv.shape}")
+    sizes = broadcast_in_dim(group_sizes, bshape + xshape + (g,),  # noqa: F405
+                             tuple(range(len(bshape + xshape) + 1 - gv.ndim,
+                                         len(bshape + xshape) + 1)))
+    sizes = reshape(sizes, (nb * nx, g))  # noqa: F405
+    if scale != 1:
+        sizes = mul(sizes, convert_element_type(scale, _get_aval(sizes).dtype))  # noqa: F405
+    lhs_t = reshape(transpose(lhs, lb + xs + (r,) + inner + tail),  # noqa: F405
+                    (nb * nx, rows, _math.prod(lv.shape[d] for d in tail)))
+    rhs_t = transpose(rhs, rhs_lead + rf)  # noqa: F405
+    nshape = tuple(rv.shape[d] for d in rf)
+    n = _math.prod(nshape)
+    if kind == "rows":
+        k = _math.prod(lv.shape[d] for d in lc)
+        rhs_t = reshape(rhs_t, (nb, g, k, n))  # noqa: F405
+        if nx != 1:                                # the same experts for every x
+            rhs_t = reshape(broadcast_in_dim(rhs_t, (nb, nx, g, k, n), (0, 2, 3, 4)),  # noqa
+                            (nb * nx, g, k, n))
+        out = ragged_dot_general_p.bind(lhs_t, rhs_t, sizes, mode="rows", **params)
+        mshape = tuple(lv.shape[d] for d in xs + (r,) + inner)
+        return reshape(out, bshape + mshape + nshape)  # noqa: F405
+    rhs_t = reshape(rhs_t, (nb * nx, rows, n))  # noqa: F405
+    out = ragged_dot_general_p.bind(lhs_t, rhs_t, sizes, mode="contracting", **params)
+    mshape = tuple(lv.shape[d] for d in lf)
+    out = reshape(out, bshape + (nx, g) + mshape + nshape)  # noqa: F405
+    out = reduce_sum(out, (len(bshape),))  # noqa: F405      sum over the outer k dims
+    nbd = len(bshape)                              # [b.., g, m.., n..] -> [g, b.., m.., n..]
+    return transpose(out, (nbd,) + tuple(range(nbd)) + tuple(range(nbd + 1, out.ndim)))  # noqa
 
 
 def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
@@ -411,7 +523,7 @@ def _export_primitives():
     here = sys.modules[__name__]
     for family in ("collectives", "control_flow", "convolution", "cumulative",
                    "decompositions", "elementwise", "fft", "indexing", "linalg", "logic",
-                   "reductions", "shape_ops", "solves", "sorting", "windowed"):
+                   "ragged", "reductions", "shape_ops", "solves", "sorting", "windowed"):
         mod = importlib.import_module(f"fnad.primitives.{family}")
         for name, value in vars(mod).items():
             if name.endswith("_p") and type(value) is _core.Primitive and \

@@ -3,7 +3,8 @@
 Buffers are NumPy arrays, so eager execution uses the NumPy reference
 implementations (a ChainMap over their table: primitives registered for `numba` alone
 stay here, and one registered later for `numpy` alone is found too), except dot_general,
-which splits large products into chunks run by the backend's threads (gemm.py), and
+which splits large products into chunks run by the backend's threads (gemm.py; so do
+ragged_dot_general's per-group products), and
 conv_general_dilated, whose patches a numba kernel writes on those threads (conv.py).
 `compile(closed)` turns a whole jaxpr into one generated Python module compiled with
 numba (codegen.py). Importing this package does not import
@@ -36,11 +37,20 @@ def _conv_general_dilated(lhs, rhs, **params):
     return conv_general_dilated(lhs, rhs, **params)
 
 
+def _ragged_dot_general(lhs, rhs, group_sizes, **params):
+    """The numpy reference's loop over groups, each product through gemm.matmul."""
+    from fnad.backends.numba_cpu.gemm import matmul
+    from fnad.backends.numpy_ref.ragged import ragged_dot_general
+    return ragged_dot_general(lhs, rhs, group_sizes, matmul=matmul, **params)
+
+
 def _register() -> None:
     from fnad.primitives.convolution import conv_general_dilated_p
     from fnad.primitives.linalg import dot_general_p
+    from fnad.primitives.ragged import ragged_dot_general_p
     impl_rules[dot_general_p] = _dot_general
     impl_rules[conv_general_dilated_p] = _conv_general_dilated
+    impl_rules[ragged_dot_general_p] = _ragged_dot_general
 
 
 _register()

@@ -29,6 +29,7 @@ from fnad.backends.numpy_ref import (  # noqa: E402,F401
     convolution, cumulative, elementwise, indexing, linalg, logic, reductions, shape_ops, sorting,
     windowed)
 from fnad.backends.numpy_ref import fft  # noqa: E402,F401
+from fnad.backends.numpy_ref import ragged  # noqa: E402,F401
 from fnad.backends.numpy_ref.compile import compile  # noqa: E402,F401
 from fnad.backends.numpy_ref.host_memory import keep_freed_memory  # noqa: E402
 

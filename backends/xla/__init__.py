@@ -123,4 +123,5 @@ from fnad.backends.xla import (  # noqa: E402,F401
     convolution, cumulative, elementwise, indexing, linalg, logic, reductions, shape_ops, sorting,
     windowed)
 from fnad.backends.xla import fft  # noqa: E402,F401
+from fnad.backends.xla import ragged  # noqa: E402,F401
 from fnad.backends.xla.program import compile  # noqa: E402,F401,A004
