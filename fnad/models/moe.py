@@ -22,8 +22,10 @@ expert's capacity is dropped: its weight w_ne becomes 0, the remaining weights a
 renormalized, and the residual connection around the layer carries the token. f_i is
 computed before dropping (the router's choice).
 
-Compute: dense over all experts with a combine matrix w [N, E] — every expert runs on every
-token (E× the FLOPs of a sparse dispatch); simple, exact, and fine for small E.
+Compute: a sparse dispatch. The N·K (token, expert) slots are sorted by expert, the tokens
+gathered in that order, and each SwiGLU matrix applied by one lax.ragged_dot (a grouped
+product: expert e multiplies only its own slots, K/E of the dense FLOPs); the slots' outputs,
+scaled by w_ne (0 for a dropped slot), are added back to their tokens.
 """
 from __future__ import annotations
 
@@ -75,10 +77,17 @@ def moe(params: dict, x, *, top_k: int, aux_alpha: float = 0.01,
         queue = sel.transpose(1, 0, 2).reshape(K * N, E)              # [K·N, E] rank-major
         position = jnp.cumsum(queue, axis=0).reshape(K, N, E).transpose(1, 0, 2)  # [N, K, E]
         sel = jnp.where(position <= cap, sel, jnp.zeros_like(sel))   # drop slots past cap
-    combine = jnp.sum(sel * weights[:, :, None], axis=1)              # [N, E]
+    slot_w = (weights * jnp.sum(sel, axis=-1)).reshape(N * K)         # 0 where dropped
 
-    gate = jnp.einsum("nc,ecf->enf", xf, params["w_gate"])            # [E, N, F]
-    up = jnp.einsum("nc,ecf->enf", xf, params["w_up"])                # [E, N, F]
-    out = jnp.einsum("enf,efc->enc", nn.silu(gate) * up, params["w_down"])  # [E, N, C]
-    y = jnp.einsum("ne,enc->nc", combine, out)                        # [N, C]
+    # Sparse dispatch: the N·K (token, expert) slots sorted by expert, one grouped product
+    # per weight matrix (lax.ragged_dot: each expert multiplies only its own slots).
+    expert = top_i.reshape(N * K)
+    order = jnp.argsort(expert, stable=True)                          # [N·K] by expert
+    token = order // K
+    sizes = jnp.sum(nn.one_hot(expert, E, dtype=jnp.int32), axis=0)  # [E] slots per expert
+    xs = xf[token]                                                    # [N·K, C]
+    h = nn.silu(lax.ragged_dot(xs, params["w_gate"], sizes)) * \
+        lax.ragged_dot(xs, params["w_up"], sizes)                    # [N·K, F]
+    out = lax.ragged_dot(h, params["w_down"], sizes)                  # [N·K, C]
+    y = jnp.zeros_like(xf).at[token].add(out * slot_w[order][:, None])  # [N, C]
     return y.reshape(B, T, C), aux                                    # [B, T, C]
