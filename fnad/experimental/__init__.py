@@ -1,5 +1,5 @@
 """fnad.experimental: jax.experimental's modules that fnad has (`ode.odeint`, `checkify`,
-`sparse` with BCOO and BCSR, `shard_map`, `pjit`, `mesh_utils`, `multihost_utils`),
+`sparse` with BCOO and BCSR, `shard_map`, `pjit`, `mesh_utils`, `multihost_utils`, `jet`),
 `io_callback` (fnad/callback.py) and the `enable_x64` /
 `disable_x64` context managers. As in jax, import a module to use it
 (`from fnad.experimental import sparse`)."""
