@@ -239,6 +239,40 @@ class BCOO:
             return bcoo_eliminate_zeros(self, nse=nse)
         return bcoo_sum_duplicates(self, nse=nse)
 
+    def reshape(self, *args, **kwargs) -> BCOO:
+        """The array reshaped (bcoo_reshape: batch and sparse dims each among themselves);
+        `new_sizes` as varargs or one tuple, -1 allowed once, as ndarray.reshape."""
+        from fnad.experimental.sparse._structure import bcoo_reshape
+        new = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+        new = kwargs.pop("new_sizes", new)
+        new = list(operator.index(n) for n in new)
+        if new.count(-1) > 1:
+            raise ValueError(f"BCOO.reshape: at most one -1 in {tuple(new)}")
+        if -1 in new:
+            known = math.prod(n for n in new if n != -1)
+            new[new.index(-1)] = self.size // known if known else 0
+        return bcoo_reshape(self, new_sizes=tuple(new), **kwargs)
+
+    def update_layout(self, *, n_batch: int | None = None, n_dense: int | None = None,
+                      on_inefficient: str | None = "error") -> BCOO:
+        """bcoo_update_layout(self, ...)."""
+        from fnad.experimental.sparse._structure import bcoo_update_layout
+        return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                                  on_inefficient=on_inefficient)
+
+    @classmethod
+    def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense: int = 0,
+                          n_batch: int = 0) -> BCOO:
+        """A BCOO of a scipy.sparse matrix (its COO entries, duplicates kept), then laid out
+        with n_batch / n_dense as bcoo_update_layout (on_inefficient=None)."""
+        coo = mat.tocoo()
+        idx = np.stack([coo.row, coo.col], axis=-1).astype(
+            np.int32 if index_dtype is None else index_dtype)
+        out = cls((jnp.asarray(coo.data), jnp.asarray(idx)), shape=coo.shape)
+        if n_batch or n_dense:
+            out = out.update_layout(n_batch=n_batch, n_dense=n_dense, on_inefficient=None)
+        return out
+
     def sort_indices(self) -> BCOO:
         """The entries reordered so indices are lexicographically sorted per batch."""
         return bcoo_sort_indices(self)

@@ -7,10 +7,11 @@ operand is bound as usual; one with a sparse operand goes through its sparse rul
 which keeps the result sparse where the operation maps zeros to zeros (elementwise
 functions with f(0) = 0, products with a dense operand, sums over axes, transposes) or
 computes a dense result where the sparse operand meets a dense one in a product
-(`dot_general`). An operation without a rule (one that would densify, as `exp`) raises
-NotImplementedError, as in jax. Nested jit calls are evaluated the same way. Because the
-rules are compositions of fnad operations, a sparsified function works under grad, vmap
-and jit.
+(`dot_general`); the shape operations (slice, dynamic_slice, rev, squeeze, reshape,
+broadcast_in_dim, concatenate) keep it sparse (_structure.py). An operation without a rule
+(one that would densify, as `exp`) raises NotImplementedError, as in jax. Nested jit calls
+are evaluated the same way. Because the rules are compositions of fnad operations, a
+sparsified function works under grad, vmap and jit.
 """
 from __future__ import annotations
 
@@ -92,6 +93,30 @@ def _transpose(x, *, permutation):
     return bcoo_transpose(x, permutation=tuple(permutation))
 
 
+def _structural() -> dict:
+    """The shape primitives on one BCOO operand (concatenate: all BCOO), via _structure.py."""
+    from fnad.experimental.sparse import _structure as st
+
+    def dynamic_slice(x, *starts, slice_sizes):
+        return st.bcoo_dynamic_slice(x, starts, slice_sizes)
+
+    def concatenate(*xs, dimension):
+        if not all(isinstance(x, BCOO) for x in xs):
+            raise NotImplementedError("sparse rule for concatenate of sparse and dense "
+                                      "operands is not implemented; make them all sparse "
+                                      "(BCOO.fromdense) or all dense")
+        return st.bcoo_concatenate(xs, dimension=dimension)
+    return dict(
+        slice=lambda x, **p: st.bcoo_slice(x, **p),
+        dynamic_slice=dynamic_slice,
+        rev=lambda x, *, dimensions: st.bcoo_rev(x, dimensions),
+        squeeze=lambda x, *, dimensions: st.bcoo_squeeze(x, dimensions=dimensions),
+        reshape=lambda x, *, new_sizes, **_: st.bcoo_reshape(x, new_sizes=new_sizes),
+        broadcast_in_dim=lambda x, *, shape, broadcast_dimensions, **_:
+            st.bcoo_broadcast_in_dim(x, shape=shape, broadcast_dimensions=broadcast_dimensions),
+        concatenate=concatenate)
+
+
 def _rules() -> dict:
     from fnad.primitives import elementwise, logic, reductions, shape_ops
     from fnad.primitives import linalg as linalg_prims
@@ -105,6 +130,7 @@ def _rules() -> dict:
                  convert_element_type=_convert(prims["convert_element_type"]),
                  mul=_mul, add=_add, sub=_sub, div=_div, dot_general=_dot_general,
                  reduce_sum=_reduce_sum, transpose=_transpose)
+    rules.update(_structural())
     return rules
 
 
