@@ -96,21 +96,42 @@ def instantiate(t, aval=None):
     return shape_ops.full(aval.shape, 0, aval.dtype)
 
 
-def _check_tangent(primal_aval, t, i: int, what: str):
-    """Validate a user-supplied tangent/cotangent against its primal's aval."""
+def _dtype_name(dt) -> str:
+    return "float0" if dt == dtypes.float0 else dt.name
+
+
+def _check_tangent(primal_aval, t, i: int, what: str, cotangent: bool = False):
+    """Validate a user-supplied tangent/cotangent against its primal's aval.
+
+    As in JAX, the cotangent of an integer or boolean output may have any dtype (it is
+    ignored); a tangent of an integer or boolean input must be float0."""
     expect = primal_aval.to_tangent_aval()
     t_aval = get_aval(t) if not (isinstance(t, np.ndarray) and t.dtype == dtypes.float0) \
         else core.ShapedArray(t.shape, dtypes.float0)
     if t_aval.shape != expect.shape:
         raise ValueError(f"{what}: argument {i} has primal shape {primal_aval.shape} but "
                          f"tangent shape {t_aval.shape}; they must be equal")
+    if cotangent and expect.dtype == dtypes.float0:
+        return
     if t_aval.dtype != expect.dtype and not (
             expect.dtype != dtypes.float0 and t_aval.weak_type):
         hint = (" (integer and boolean primals take float0 tangents)"
                 if expect.dtype == dtypes.float0 else "")
         raise TypeError(f"{what}: argument {i} has primal dtype {primal_aval.dtype.name}, so "
-                        f"its tangent must have dtype {expect.dtype.name}{hint}, "
-                        f"but got {t_aval.dtype.name}")
+                        f"its tangent must have dtype {_dtype_name(expect.dtype)}{hint}, "
+                        f"but got {_dtype_name(t_aval.dtype)}")
+
+
+def _as_tangent_of(aval, t):
+    """A checked tangent `t` for a primal of type `aval`, weak-typed as the primal is (JAX:
+    the output tangents' weak types follow the primals')."""
+    if not dtypes.is_inexact(aval.dtype):
+        return Zero(aval.to_tangent_aval())
+    t_aval = get_aval(t)
+    if t_aval.weak_type != aval.weak_type or t_aval.dtype != aval.dtype:
+        from fnad.primitives.logic import convert_element_type
+        t = convert_element_type(t, aval.dtype, aval.weak_type)
+    return t
 
 
 def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = False):
@@ -130,7 +151,7 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
     for i, (p, t) in enumerate(zip(flat_p, flat_t)):
         aval = get_aval(p)
         _check_tangent(aval, t, i, "jvp")
-        tans.append(Zero(aval.to_tangent_aval()) if not dtypes.is_inexact(aval.dtype) else t)
+        tans.append(_as_tangent_of(aval, t))
     aux: list = []
     flat_fun, out_tree = flatten_fun_nokwargs(_with_aux(fun, has_aux, aux), tree_p)
     trace = JVPTrace(core.current_trace(), f"jvp of {_name(fun)}")
@@ -145,9 +166,14 @@ def jvp(fun: Callable, primals: Sequence, tangents: Sequence, has_aux: bool = Fa
 
 
 def _out_tangent(p, t):
+    """The tangent returned for primal output `p`: float0 zeros for an integer or boolean
+    one; a symbolic zero made an array, weak-typed where `p` is (as JAX)."""
     aval = get_aval(p)
     if not dtypes.is_inexact(aval.dtype):
         return np.zeros(aval.shape, dtypes.float0)
+    if type(t) is Zero and aval.weak_type:
+        from fnad.primitives.logic import convert_element_type
+        return convert_element_type(instantiate(t, aval), aval.dtype, True)
     return instantiate(t, aval.to_tangent_aval())
 
 
@@ -301,12 +327,16 @@ def _flat_cotangent(ct, tree, out_avals, who: str, of: str) -> list:
         raise TypeError(f"{who}: the cotangent must have the structure of {of} {tree}, "
                         f"got {ct_tree}")
     for i, (aval, c) in enumerate(zip(out_avals, flat_ct)):
-        _check_tangent(aval, c, i, who)
+        _check_tangent(aval, c, i, who, cotangent=True)
     return flat_ct
 
 
-def vjp(fun: Callable, *primals, has_aux: bool = False):
-    """(fun(*primals), vjp_fn) where vjp_fn(ct) = ctᵀ·J, one cotangent per primal."""
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
+    """(fun(*primals), vjp_fn) where vjp_fn(ct) = ctᵀ·J, one cotangent per primal.
+
+    A non-empty `reduce_axes` is a NotImplementedError, as in JAX."""
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to vjp is deprecated")
     flat_p, in_tree = tree_util.tree_flatten(primals)
     aux: list = []
     flat_fun, out_tree = flatten_fun_nokwargs(_with_aux(fun, has_aux, aux), in_tree)
@@ -360,9 +390,18 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
         except (NotImplementedError, TypeError, AttributeError) as e:
             raise TypeError(f"linear_transpose: {_name(fun)} is not linear in its inputs "
                             f"({e})") from None
-        cts = [instantiate(c, a) for c, a in zip(cts, in_avals)]
+        cts = [_strong_like(instantiate(c, a), a) for c, a in zip(cts, in_avals)]
         return tree_util.tree_unflatten(in_tree, cts)
     return transposed
+
+
+def _strong_like(ct, aval):
+    """`ct` made strongly typed where the input `aval` is (JAX's jaxpr holds such an input's
+    weak literals as strong ones, so its transposes come out strong)."""
+    if not aval.weak_type and get_aval(ct).weak_type:
+        from fnad.primitives.logic import convert_element_type
+        return convert_element_type(ct, aval.dtype, False)
+    return ct
 
 
 def _on_backend_of(ct, primal):
@@ -404,13 +443,21 @@ def _check_argnums(fun_name: str, argnums, nargs: int, what: str) -> tuple[int, 
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence = ()) -> Callable:
     """A function returning (fun(*args), ∇fun(*args)) for scalar real-valued `fun`.
 
     The gradient is with respect to the positional arguments `argnums` (an int,
     or a tuple giving a tuple of gradients); with has_aux, fun returns
-    (value, aux) and the result is ((value, aux), grad).
+    (value, aux) and the result is ((value, aux), grad). A non-empty `reduce_axes` is a
+    NotImplementedError, as in JAX (which has deprecated it).
     """
+    if not callable(fun):
+        raise TypeError(f"grad: expected a callable value, got {fun!r}")
+    if reduce_axes:
+        raise NotImplementedError("reduce_axes argument to grad is deprecated")
+    if isinstance(argnums, np.integer):
+        argnums = int(argnums)
     if not isinstance(argnums, int) and not (
             isinstance(argnums, (tuple, list)) and argnums):
         raise TypeError(f"value_and_grad(argnums={argnums!r}): argnums must be an int or a "
@@ -423,6 +470,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
         dyn = tuple(args[i] for i in nums)
         for leaf in tree_util.tree_leaves(dyn):
             dt = get_aval(leaf).dtype
+            if holomorphic and not dtypes.is_complex(dt):
+                raise TypeError(f"{what} with holomorphic=True requires inputs with complex "
+                                f"dtype, but got {dt.name}.")
             if not allow_int and not dtypes.is_inexact(dt):
                 raise TypeError(
                     f"{what} requires real- or complex-valued inputs (input dtype that is a "
@@ -435,10 +485,15 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
             for i, a in zip(nums, dyn_args):
                 full[i] = a
             return fun(*full, **kwargs)
+        f_dyn.__name__ = _name(fun)     # errors about fun's outputs name fun
 
         res = vjp(f_dyn, *dyn, has_aux=has_aux)
         out, vjp_fn = res[0], res[1]
-        out_aval = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+        try:
+            out_aval = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+        except TypeError:
+            raise TypeError(f"Gradient only defined for scalar-output functions. Output of "
+                            f"{_name(fun)} was {out!r}.") from None
         if out_aval is None:
             raise TypeError(f"{what} requires a scalar output, but {_name(fun)} returned a "
                             f"{type(out).__name__}" + (" (use has_aux=True to return "
@@ -468,12 +523,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence = ()) -> Callable:
     """∇fun: the gradient of scalar-output `fun` with respect to `argnums`.
 
     With has_aux, fun returns (value, aux) and grad returns (gradient, aux).
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def grad_f(*args, **kwargs):

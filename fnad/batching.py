@@ -157,8 +157,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
     ...) inside `fun`; `spmd_axis_name` is accepted and ignored (it places the axis on
     devices of a mesh, which fnad does not have).
     """
+    if not callable(fun):
+        raise TypeError(f"vmap: expected a callable value, got {fun!r}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)                      # a list at the top level means a tuple
+    if not (in_axes is None or isinstance(in_axes, tuple) or
+            isinstance(in_axes, (int, np.integer)) and not isinstance(in_axes, bool)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries "
+                        "corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes!r}.")
     for ax in tree_util.tree_leaves(in_axes, is_leaf=lambda x: x is None):
         _check_axis_spec("in_axes", ax)
     for ax in tree_util.tree_leaves(out_axes, is_leaf=lambda x: x is None):
@@ -173,8 +180,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
                              f"len(args)={len(args)}")
         flat, in_tree = tree_util.tree_flatten((args, kwargs))
         try:
-            axes = tree_util.broadcast_prefix((in_axes, 0), (args, kwargs),
-                                              is_leaf=lambda x: x is None)
+            axes = tree_util.broadcast_prefix(in_axes, args, is_leaf=lambda x: x is None)
+            axes += [0] * len(tree_util.tree_leaves(kwargs))   # keywords: mapped on axis 0
         except ValueError as e:
             raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
                              f"arguments of {_name(fun)}: {e}") from None
@@ -274,22 +281,28 @@ def _axis_size(fun, flat, axes, axis_size):
 
 def _place_output(val, bdim, out_axis, size: int, name: str):
     from fnad.primitives.shape_ops import broadcast_in_dim
+    if bdim is None:
+        try:
+            get_aval(val)
+        except TypeError:
+            raise TypeError(f"vmap of {name} returned {val!r} of type {type(val).__name__}, "
+                            "which is not a valid fnad array: the outputs of a vmapped "
+                            "function must be arrays (or Python scalars)") from None
     if out_axis is None:
         if bdim is not None:
             raise ValueError(f"vmap of {name} has an output that depends on the mapped axis, "
                              "but out_axes is None for it")
         return val
-    if bdim is None:                                  # the same for every member: broadcast
-        shape = get_aval(val).shape
-        out_shape = shape[:out_axis % (len(shape) + 1)] + (size,) + \
-            shape[out_axis % (len(shape) + 1):]
-        pos = out_axis % (len(shape) + 1)
-        dims = tuple(i for i in range(len(shape) + 1) if i != pos)
-        return broadcast_in_dim(val, out_shape, dims)
-    nd = get_aval(val).ndim
+    nd = get_aval(val).ndim + (bdim is None)          # the rank of the mapped output
     if not -nd <= out_axis < nd:
         raise ValueError(f"vmap out_axes={out_axis} is out of range for an output of rank "
                          f"{nd - 1}")
+    if bdim is None:                                  # the same for every member: broadcast
+        shape = get_aval(val).shape
+        pos = out_axis % nd
+        out_shape = shape[:pos] + (size,) + shape[pos:]
+        dims = tuple(i for i in range(nd) if i != pos)
+        return broadcast_in_dim(val, out_shape, dims)
     return moveaxis(val, bdim, out_axis % nd)
 
 

@@ -78,20 +78,42 @@ def _name(fn) -> str:
 
 
 def _resolve_args(fun: Callable, args: tuple, kwargs: dict, what: str) -> tuple:
-    """Keyword arguments moved to their positions (rules see positional arguments only)."""
-    if not kwargs:
-        return args
+    """Keyword arguments moved to their positions and defaults filled in, as in JAX (rules
+    see positional arguments only, the defaulted ones included)."""
     try:
         bound = inspect.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
+        if not kwargs:
+            return args                # no signature, or a bad call that fun itself reports
         raise TypeError(f"The arguments to the {what} function {_name(fun)} could not be "
                         f"resolved to positional arguments: {e}") from None
-    bound.apply_defaults()
-    if bound.kwargs:
+    passed_kw = sorted(bound.kwargs)   # keyword-only (or **kwargs) arguments the call gave
+    if passed_kw:
         raise TypeError(f"The {what} function {_name(fun)} was called with keyword-only "
-                        f"arguments {sorted(bound.kwargs)}; custom derivative functions "
+                        f"arguments {passed_kw}; custom derivative functions "
                         "take positional arguments only")
+    bound.apply_defaults()             # keyword-only defaults stay fun's own business
     return bound.args
+
+
+def _nondiff_positions(fun: Callable, nondiff_argnums: Sequence[int],
+                       nondiff_argnames: Sequence[str], what: str) -> tuple[int, ...]:
+    """nondiff_argnums plus the positions of the parameters named in nondiff_argnames, sorted
+    (as JAX: a named argument is non-differentiable wherever the call passes it, since
+    calls are resolved to positional arguments)."""
+    nums = {int(i) for i in nondiff_argnums}
+    if isinstance(nondiff_argnames, str):
+        nondiff_argnames = (nondiff_argnames,)
+    if nondiff_argnames:
+        params = list(inspect.signature(fun).parameters.values())
+        positional = [p.name for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for name in nondiff_argnames:
+            if name not in positional:
+                raise ValueError(f"{what}: nondiff_argnames names {name!r}, which is not a "
+                                 f"positional parameter of {_name(fun)} {positional}")
+            nums.add(positional.index(name))
+    return tuple(sorted(nums))
 
 
 def _split_nondiff(nondiff_argnums: tuple[int, ...], args: tuple, name: str, what: str):
@@ -179,14 +201,17 @@ class custom_jvp:
         return log1pexp(x), x_dot * (1. - 1. / (1. + jnp.exp(x)))   # d/dx = sigmoid(x)
     ```
 
-    Arguments at `nondiff_argnums` are passed to the rule first, as static values:
-    `jvp(*nondiff_args, primals, tangents)`, with primals/tangents the other arguments.
+    Arguments at `nondiff_argnums` (and the parameters named in `nondiff_argnames`) are
+    passed to the rule first, as static values: `jvp(*nondiff_args, primals, tangents)`,
+    with primals/tangents the other arguments.
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames,
+                                                  "custom_jvp")
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
 
@@ -318,10 +343,12 @@ class custom_vjp:
     Forward mode (jvp) of a custom_vjp function is an error, as in JAX.
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(int(i) for i in nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames,
+                                                  "custom_vjp")
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
@@ -401,7 +428,7 @@ def _check_bwd_out(cts, in_tree, in_avals, bwd_name: str, fun_name: str) -> list
         cts = tuple(cts)
     if not isinstance(cts, tuple) or len(cts) != nargs:
         got = (f"a {type(cts).__name__} of length {len(cts)}" if isinstance(cts, (tuple, list))
-               else f"a {type(cts).__name__}")
+               else f"a value of type {type(cts).__name__}")
         raise TypeError(f"custom_vjp bwd rule {bwd_name} for {fun_name} must return a tuple "
                         f"with one cotangent (or None) per differentiable argument of "
                         f"{fun_name} ({nargs}), but it returned {got}")

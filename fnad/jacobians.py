@@ -138,6 +138,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     tuple). With has_aux, `fun` returns (out, aux) and jacfwd returns (jacobian, aux).
     Inputs must be real floating (complex with holomorphic=True).
     """
+    if not callable(fun):
+        raise TypeError(f"jacfwd: expected a callable value, got {fun!r}")
     argnums = _as_argnums("jacfwd", argnums)
 
     @functools.wraps(fun)
@@ -221,6 +223,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     (jacobian, aux). Outputs must be real floating (complex with holomorphic=True); with
     allow_int, integer inputs are allowed and get zero blocks of their own dtype.
     """
+    if not callable(fun):
+        raise TypeError(f"jacrev: expected a callable value, got {fun!r}")
     argnums = _as_argnums("jacrev", argnums)
 
     @functools.wraps(fun)

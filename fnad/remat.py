@@ -1,7 +1,7 @@
 """fnad.remat: rematerialization (`checkpoint` / `remat`), its policies and `checkpoint_name`.
 
 Owns the `checkpoint` primitive (remat_p) and its rules, the user wrapper
-`checkpoint(fun, policy=..., static_argnums=...)`, the `checkpoint_policies`
+`checkpoint(fun, policy=..., static_argnums=..., static_argnames=...)`, the `checkpoint_policies`
 namespace and the `name` primitive behind `checkpoint_name`.
 
 `checkpoint(f)` computes the same values as `f`; what changes is reverse mode.
@@ -47,6 +47,8 @@ import functools
 import types
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from fnad import core, tree_util
 from fnad.ad import JVPTrace, backward_pass
 from fnad.batching import BatchTrace
@@ -62,15 +64,22 @@ __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 
 # ---- the user wrapper ------------------------------------------------------------------
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
-               static_argnums: int | Sequence[int] = ()) -> Callable:
+               static_argnums: int | Sequence[int] = (),
+               static_argnames: str | Sequence[str] = ()) -> Callable:
     """`fun` with its intermediate values recomputed in the backward pass, not stored.
 
     Values are unchanged; under grad/vjp/linearize only `fun`'s inputs, and the
     outputs of the equations `policy(prim, *avals, **params)` calls saveable, are
-    kept as residuals (see `checkpoint_policies`). `static_argnums` arguments are
-    passed as Python values (not traced). Use per layer: `checkpoint(block)(p, x)`.
+    kept as residuals (see `checkpoint_policies`). `static_argnums` arguments, and
+    keyword arguments named in `static_argnames`, are passed as Python values (not
+    traced; jax 0.10 accepts `static_argnames` and ignores it unless its remat3 option is
+    on). Use per layer: `checkpoint(block)(p, x)`.
     """
+    if not callable(fun):
+        raise TypeError(f"checkpoint: expected a callable value, got {fun!r}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    static_names = ((static_argnames,) if isinstance(static_argnames, str)
+                    else tuple(static_argnames))
     for i in static:
         if not isinstance(i, int) or isinstance(i, bool):
             raise TypeError(f"checkpoint(static_argnums={static_argnums!r}): static_argnums "
@@ -90,14 +99,17 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
                                  f"{name} was called with {nargs} positional argument"
                                  f"{'s' * (nargs != 1)}, so each static_argnum must be in "
                                  f"range({-nargs}, {nargs})")
-        if core.current_trace() is core.eval_trace:
-            return fun(*args, **kwargs)            # no transformation: nothing to save
+        if core.current_trace() is core.eval_trace:  # no transformation: nothing to save
+            return tree_util.tree_map(_as_array, fun(*args, **kwargs))
         static_pos = {i % nargs for i in static}
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        static_kw = {k: v for k, v in kwargs.items() if k in static_names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
 
         def f_dyn(*dyn_args, **kw):
             it = iter(dyn_args)
-            return fun(*[args[i] if i in static_pos else next(it) for i in range(nargs)], **kw)
+            return fun(*[args[i] if i in static_pos else next(it) for i in range(nargs)],
+                       **kw, **static_kw)
 
         flat, in_tree = tree_util.tree_flatten((dyn, kwargs))
         avals = []
@@ -118,6 +130,14 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
 
 
 remat = checkpoint
+
+
+def _as_array(x):
+    """An output leaf as jax's traced checkpoint gives it: a Python or NumPy value becomes an
+    Array (weak for a Python scalar)."""
+    if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)):
+        return core._array_from_numpy(core.canonicalize_value(x), get_aval(x).weak_type)
+    return x
 
 
 # ---- checkpoint_name and the policies ----------------------------------------------------
@@ -190,6 +210,22 @@ def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> _Policy:
                    lambda prim, *a, **p: policy_1(prim, *a, **p) or policy_2(prim, *a, **p))
 
 
+def save_and_offload_only_these_names(*, names_which_can_be_saved: Sequence[str],
+                                      names_which_can_be_offloaded: Sequence[str],
+                                      offload_src: str, offload_dst: str) -> _Policy:
+    """Save the values tagged with one of either list of names. fnad has one memory per
+    device, so an offloaded value is simply saved (JAX moves it to `offload_dst`)."""
+    names = tuple(names_which_can_be_saved) + tuple(names_which_can_be_offloaded)
+    policy = save_only_these_names(*names)
+    policy.name = f"save_and_offload_only_these_names{names!r}"
+    return policy
+
+
+def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> _Policy:
+    """dots_with_no_batch_dims_saveable: fnad saves what JAX would offload."""
+    return _Policy("offload_dot_with_no_batch_dims", _dot_no_batch)
+
+
 _dots = _Policy("dots_saveable", lambda prim, *_, **__: prim is dot_general_p)
 _dots_no_batch = _Policy("dots_with_no_batch_dims_saveable", _dot_no_batch)
 checkpoint_policies = types.SimpleNamespace(
@@ -203,6 +239,8 @@ checkpoint_policies = types.SimpleNamespace(
     save_any_names_but_these=save_any_names_but_these,
     save_anything_except_these_names=save_anything_except_these_names,
     save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
 )
 
 

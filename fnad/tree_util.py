@@ -110,6 +110,18 @@ class _NodeDef:
     def __deepcopy__(self, memo):
         return self  # treedef equality is by nodedef identity; a copy would break it
 
+    def __reduce__(self):
+        return (_nodedef_of, (self.type,))  # pickled by node type: unpickles to the registered one
+
+
+def _nodedef_of(t: type) -> _NodeDef:
+    """The registered _NodeDef of node type `t` (how a pickled treedef finds its nodes)."""
+    nd = _dispatch[t]
+    if nd is None:
+        raise ValueError(f"cannot unpickle a PyTreeDef: {t!r} is not a registered pytree node "
+                         "type in this process")
+    return nd
+
 
 def _keys_from_indices(flatten):
     def flatten_with_keys(x):
