@@ -540,6 +540,23 @@ def _why(old, new) -> str:
     return f" (because {' and '.join(changed)} changed)" if changed else ""
 
 
+def _check_static(params, pos: list, nums: tuple, names: tuple) -> None:
+    """As jax.jit: static_argnums beyond the positional parameters and static_argnames that
+    name no parameter are errors when jit is called (not with *args / **kwargs)."""
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        bad = [i for i in nums if not -len(pos) <= i < len(pos)]
+        if bad:
+            raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts "
+                             f"{len(pos)} positional arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        known = {p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY}
+        bad = sorted(set(names) - known)
+        if bad:
+            raise ValueError(f"Jitted function has invalid argnames {set(bad)} in "
+                             f"static_argnames. Function does not take these args.")
+
+
 def _as_tuple(x, what: str, kind: type) -> tuple:
     """`x` (None, one `kind` value or a sequence of them) as a tuple; a TypeError naming
     the argument otherwise (argnums are ints, argnames strs)."""
@@ -598,14 +615,17 @@ def jit(fun: Callable | None = None, in_shardings=None, out_shardings=None, *,
     _as_tuple(donate_argnames, "donate_argnames", str)
     try:
         sig = inspect.signature(fun)
+    except (TypeError, ValueError):                   # a builtin without a signature
+        sig = None
+    pos = []
+    if sig is not None:
         params = list(sig.parameters.values())
         pos = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        _check_static(params, pos, nums, names)
         names = tuple(names) + tuple(pos[i] for i in nums if -len(pos) <= i < len(pos)
                                      and pos[i] not in names)
         nums = tuple(nums) + tuple(pos.index(n) for n in names if n in pos
                                    and pos.index(n) not in nums)
-    except (TypeError, ValueError):
-        pos = []
     if device is not None:
         if backend is not None:
             raise ValueError(f"jit: pass backend= or device=, not both (got backend={backend!r}"

@@ -313,3 +313,18 @@ def test_closure_over_outer_tracer_is_not_cached():
         return f(jnp.ones(2)).sum()
     assert float(fnad.grad(outer)(2.0)) == 2.0
     assert float(fnad.grad(outer)(3.0)) == 2.0
+
+
+def test_static_args_that_name_no_parameter_fail_when_jit_is_called():
+    """As jax.jit: checked at jit(...) against the signature, not at the first call; a
+    function taking *args / **kwargs accepts any."""
+    def f(x, y):
+        return x
+    with pytest.raises(ValueError, match=r"invalid argnames \{'m'\} in static_argnames"):
+        fnad.jit(f, static_argnames="m")
+    with pytest.raises(ValueError, match=r"static_argnums=\(5,\), but only accepts 2 "):
+        fnad.jit(f, static_argnums=5)
+    with pytest.raises(ValueError, match=r"static_argnums=\(-3,\)"):
+        fnad.jit(f, static_argnums=-3)
+    fnad.jit(f, static_argnums=-1)
+    fnad.jit(lambda x, *args, **kw: x, static_argnums=5, static_argnames="m")
