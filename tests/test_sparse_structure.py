@@ -155,3 +155,20 @@ def test_errors_say_what_is_wrong():
         fs.bcoo_squeeze(F, dimensions=(2,))
     with pytest.raises(ValueError, match="need 0 <= start <= limit"):
         fs.bcoo_slice(F, start_indices=(0, 0, 3, 0), limit_indices=(2, 3, 2, 2))
+
+
+@pytest.mark.parametrize("kw", [dict(shape=(5, 6)),
+                                dict(shape=(2, 5, 6, 3), n_batch=1, n_dense=1, nse=4),
+                                dict(shape=(3, 4), nse=0.5, unique_indices=False,
+                                     sorted_indices=True),
+                                dict(shape=(4, 3), generator=fnad.random.normal,
+                                     dtype=np.float32)],
+                         ids=["default", "batch-dense", "fraction-sorted", "normal"])
+def test_random_bcoo_is_jaxs_for_the_same_key(kw):
+    jkw = dict(kw, generator=jax.random.normal) if "generator" in kw else kw
+    want = js.random_bcoo(jax.random.PRNGKey(3), **jkw)
+    got = fs.random_bcoo(fnad.random.PRNGKey(3), **kw)
+    np.testing.assert_array_equal(np.asarray(got.data), np.asarray(want.data))
+    np.testing.assert_array_equal(np.asarray(got.indices), np.asarray(want.indices))
+    with pytest.raises(ValueError, match="nse=30 must be in"):
+        fs.random_bcoo(fnad.random.PRNGKey(0), (5, 6), nse=30)

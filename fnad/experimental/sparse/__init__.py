@@ -13,7 +13,7 @@ and jacobian that differentiate sparse arguments through their data in ad.py.
 
 Not here (jax has them): COO / CSR / CSC, bcoo_spdot_general (sparse x sparse products),
 bcoo_gather, bcoo_dot_general_sampled, bcoo_conv_general_dilated, the bcsr_* operations
-other than conversions, sparse.linalg, sparse.random and comparisons.
+other than conversions, sparse.linalg and comparisons.
 """
 from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_multiply_dense,
                                                 bcoo_multiply_sparse)
@@ -27,14 +27,15 @@ from fnad.experimental.sparse._structure import (SparseEfficiencyError,
                                                  bcoo_dynamic_slice, bcoo_reshape, bcoo_rev,
                                                  bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from fnad.experimental.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad
+from fnad.experimental.sparse.random import random_bcoo
 from fnad.experimental.sparse.bcsr import BCSR, bcsr_fromdense, bcsr_todense
 from fnad.experimental.sparse.transform import sparsify
 
 __all__ = ["BCOO", "BCSR", "SparseEfficiencyError", "SparseEfficiencyWarning",
            "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_reshape",
            "bcoo_rev", "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout", "grad", "jacfwd",
-           "jacobian", "jacrev", "value_and_grad", "bcoo_dot_general", "bcoo_eliminate_zeros",
-           "bcoo_extract",
+           "jacobian", "jacrev", "random_bcoo", "value_and_grad", "bcoo_dot_general",
+           "bcoo_eliminate_zeros", "bcoo_extract",
            "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
            "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
            "bcsr_fromdense", "bcsr_todense", "eye", "sparsify", "todense"]
