@@ -9,8 +9,8 @@ convolution (conv_general_dilated), decompositions (cholesky, triangular_solve, 
 geqrf, eigh, svd, eig),
 fft (fft: FFT, IFFT, RFFT, IRFFT),
 indexing (gather and the scatters), ragged (ragged_dot_general: grouped products),
-sorting (sort, top_k), windowed (reduce_window_sum, _max, _min: pooling), control_flow (cond, scan, while: the higher-order primitives, whose
-params hold sub-jaxprs).
+sorting (sort, top_k), windowed (reduce_window_sum, _max, _min: pooling), control_flow
+(cond, scan, while: the higher-order primitives, whose params hold sub-jaxprs).
 """
 from fnad.primitives import (convolution, cumulative, decompositions,  # noqa: F401
                              elementwise, indexing, linalg, logic, reductions, shape_ops,

@@ -75,9 +75,11 @@ def bitcast_convert_type(operand, new_dtype):
 
 def bitcast_convert_type_abstract_eval(x, *, new_dtype):
     old_bits, new_bits = 8 * x.dtype.itemsize, 8 * np.dtype(new_dtype).itemsize
-    if np.dtype(x.dtype) == np.bool_ or np.dtype(new_dtype) == np.bool_:
-        raise TypeError(f"bitcast_convert_type: cannot bitcast from or to bool (from "
-                        f"{x.dtype.name} to {np.dtype(new_dtype).name})")
+    kinds = (np.dtype(x.dtype).kind, np.dtype(new_dtype).kind)
+    if ("b" in kinds or "c" in kinds) and np.dtype(x.dtype) != np.dtype(new_dtype):
+        raise TypeError(f"bitcast_convert_type: cannot bitcast from or to bool or complex "
+                        f"unless both dtypes are the same (from {x.dtype.name} to "
+                        f"{np.dtype(new_dtype).name})")
     if old_bits == new_bits:
         shape = x.shape
     elif old_bits > new_bits:

@@ -8,10 +8,12 @@ fnad.batching; implementations live in backends/.
 """
 from __future__ import annotations
 
+import enum
 import math
 
 import numpy as np
 
+from fnad import dtypes
 from fnad.core import (
     Primitive,
     ShapedArray,
@@ -38,6 +40,9 @@ from fnad.primitives._util import (
     promote_scalars,
     unop_abstract_eval,
 )
+
+
+_SCALARS = frozenset((bool, int, float, complex))
 
 
 def _unbroadcast(ct, aval: ShapedArray):
@@ -71,6 +76,7 @@ __all__ = [
     "rem",
     "pow",
     "integer_pow",
+    "RoundingMethod",
     "square",
     "max",
     "min",
@@ -228,7 +234,16 @@ batch_rules[rem_p] = broadcasting_batch_rule(rem_p)
 
 # ---- pow ----------------------------------------------------------------------------
 pow_p = Primitive("pow")
-def pow(x, y): return pow_p.bind(*promote_scalars(x, y))  # noqa: A001  (lax.pow)
+def pow(x, y):  # noqa: A001  (lax.pow)
+    """x ** y elementwise; x inexact, y of x's dtype or an integer array (as jax.lax.pow),
+    which is converted to x's dtype."""
+    if type(y) not in _SCALARS and dtypes.is_int(_get_aval(y).dtype):
+        from fnad.primitives.logic import convert_element_type
+        x_dt = dtypes.result_type(x) if type(x) in _SCALARS else _get_aval(x).dtype
+        if dtypes.is_inexact(x_dt):                    # a Python float x is strong here
+            x = np.asarray(x, x_dt) if type(x) in _SCALARS else x
+            y = convert_element_type(y, x_dt)
+    return pow_p.bind(*promote_scalars(x, y))
 
 abstract_eval_rules[pow_p] = naryop_abstract_eval("pow", INEXACT)
 def pow_jvp(primals, tangents):                        # d(x^y) = y·x^(y-1)·dx + log(x)·x^y·dy
@@ -353,9 +368,15 @@ jvp_rules[ceil_p] = no_tangent_jvp(ceil_p)
 batch_rules[ceil_p] = vectorized_batch_rule(ceil_p)
 
 round_p = Primitive("round")
-AWAY_FROM_ZERO, TO_NEAREST_EVEN = 0, 1                 # lax.RoundingMethod values
+class RoundingMethod(enum.IntEnum):
+    """lax.round's rounding_method, as jax.lax.RoundingMethod."""
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+AWAY_FROM_ZERO, TO_NEAREST_EVEN = RoundingMethod.AWAY_FROM_ZERO, RoundingMethod.TO_NEAREST_EVEN
 def round(x, rounding_method: int = AWAY_FROM_ZERO):  # noqa: A001  (lax.round)
-    return round_p.bind(x, rounding_method=int(rounding_method))
+    """x rounded to an integral value; ties away from zero or to even (a RoundingMethod
+    or its int value; anything else is a ValueError, as jax)."""
+    return round_p.bind(x, rounding_method=int(RoundingMethod(rounding_method)))
 
 abstract_eval_rules[round_p] = unop_abstract_eval("round", (FLOAT,))
 jvp_rules[round_p] = no_tangent_jvp(round_p)
@@ -778,7 +799,14 @@ transpose_rules[complex_p] = complex_transpose
 batch_rules[complex_p] = broadcasting_batch_rule(complex_p)
 
 conj_p = Primitive("conj")
-def conj(x): return conj_p.bind(x)
+def conj(x):
+    """The complex conjugate; a float32/float64 x gives x as a complex number (as jax)."""
+    aval = _get_aval(x)
+    if aval.dtype in (np.float32, np.float64):
+        from fnad.primitives.logic import convert_element_type
+        cdt = np.complex64 if aval.dtype == np.float32 else np.complex128
+        return convert_element_type(x, cdt, aval.weak_type)
+    return conj_p.bind(x)
 
 abstract_eval_rules[conj_p] = unop_abstract_eval("conj", (COMPLEX,))
 jvp_rules[conj_p] = lambda primals, tangents: (conj(primals[0]), conj(tangents[0]))

@@ -218,7 +218,20 @@ batch_rules[select_n_p] = broadcasting_batch_rule(select_n_p)
 
 # ---- clamp: min(max(x, lo), hi) --------------------------------------------------------
 clamp_p = Primitive("clamp")
-def clamp(lo, x, hi): return clamp_p.bind(*promote_scalars(lo, x, hi))
+def clamp(lo, x, hi):
+    """min(max(x, lo), hi); lo and hi are scalars or of x's shape (jax's error otherwise: it
+    catches clamp(x, lo, hi), the order of np.clip). The primitive itself takes any scalar
+    operand, as the other elementwise ones (jit's simplify pass makes such operands)."""
+    lo, x, hi = promote_scalars(lo, x, hi)
+    x_shape = get_aval(x).shape
+    for name, b in (("min", lo), ("max", hi)):
+        b_shape = get_aval(b).shape
+        if b_shape and b_shape != x_shape:
+            raise shape_error("clamp", f"requires {name}.shape == operand.shape or "
+                                       f"{name}.shape == (), got {name}.shape={b_shape}, "
+                                       f"operand.shape={x_shape} (the order is clamp(min, "
+                                       f"x, max))")
+    return clamp_p.bind(lo, x, hi)
 
 abstract_eval_rules[clamp_p] = naryop_abstract_eval("clamp", ORDERED)
 def clamp_jvp(primals, tangents):                      # the tangent of whichever bound applies
@@ -226,7 +239,7 @@ def clamp_jvp(primals, tangents):                      # the tangent of whicheve
     # another operand applies, even where the cotangent is infinite (0·inf would be NaN).
     from fnad.primitives.shape_ops import broadcast_in_dim, zeros_like_array
     (lo, x, hi), (lo_dot, x_dot, hi_dot) = primals, tangents
-    out = clamp(lo, x, hi)
+    out = clamp_p.bind(lo, x, hi)
     oa = get_aval(out)
 
     def where(mask, t):
@@ -237,12 +250,12 @@ def clamp_jvp(primals, tangents):                      # the tangent of whicheve
             t = broadcast_in_dim(t, oa.shape, ())
         return select_n(mask, zeros_like_array(t), t)
     terms = []
-    if nonzero(lo_dot):
-        terms.append(where(gt(lo, x), lo_dot))
+    if nonzero(lo_dot):                                # lo > hi gives hi, not lo
+        terms.append(where(bitwise_and(gt(lo, x), lt(lo, hi)), lo_dot))
     if nonzero(x_dot):
         terms.append(where(bitwise_and(gt(x, lo), lt(x, hi)), x_dot))
-    if nonzero(hi_dot):
-        terms.append(where(lt(hi, x), hi_dot))
+    if nonzero(hi_dot):                                # hi < max(x, lo) (jax: hi < x only)
+        terms.append(where(bitwise_or(lt(hi, x), lt(hi, lo)), hi_dot))
     return out, add_tangents(*terms)
 jvp_rules[clamp_p] = clamp_jvp
 batch_rules[clamp_p] = broadcasting_batch_rule(clamp_p)

@@ -76,8 +76,15 @@ def _instantiate(t):
 # ---- broadcast_in_dim ------------------------------------------------------------------
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
-    """Broadcast `operand` to `shape`; operand dim i becomes output dim broadcast_dimensions[i]."""
+    """Broadcast `operand` to `shape`; operand dim i becomes output dim broadcast_dimensions[i].
+
+    Unsorted (distinct) broadcast_dimensions transpose the operand first, as jax allows."""
     shape, bdims = _ints(shape), _ints(broadcast_dimensions)
+    if len(set(bdims)) == len(bdims) and list(bdims) != sorted(bdims) \
+            and len(bdims) == np.ndim(operand) and all(0 <= d < len(shape) for d in bdims) \
+            and all(n in (1, shape[d]) for n, d in zip(np.shape(operand), bdims)):
+        perm = tuple(int(i) for i in np.argsort(bdims))
+        operand, bdims = transpose(operand, perm), tuple(sorted(bdims))
     if _is_array(operand) and operand.shape == shape and bdims == tuple(range(len(shape))):
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bdims)
@@ -91,7 +98,9 @@ def broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions):
         raise shape_error("broadcast_in_dim", f"negative dimension in shape {shape}")
     if any(not 0 <= d < len(shape) for d in bdims) or list(bdims) != sorted(set(bdims)):
         raise shape_error("broadcast_in_dim", f"broadcast_dimensions {bdims} must be strictly "
-                                              f"increasing and in range for shape {shape}")
+                                              f"increasing and in range for shape {shape} "
+                                              f"(or distinct, each operand dimension 1 or the "
+                                              f"size of its target: operand {x.shape})")
     for i, d in enumerate(bdims):
         if x.shape[i] != 1 and x.shape[i] != shape[d]:
             raise shape_error("broadcast_in_dim", f"operand shape {x.shape} cannot be "

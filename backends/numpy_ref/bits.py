@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fnad import dtypes
 from fnad.backends.numpy_ref import impl_rules
 from fnad.backends.numpy_ref.elementwise import quietly
 from fnad.primitives import bits as bt
@@ -69,7 +70,7 @@ def _reduce_precision(x, *, exponent_bits, mantissa_bits):
     exponents beyond the target's range give ±inf and below its smallest normal ±0; NaN
     inputs are returned as they are."""
     x = np.asarray(x)
-    info = np.finfo(x.dtype)
+    info = dtypes.finfo(x.dtype)                       # np.finfo knows no bfloat16
     nbits, src_mant, src_exp = 8 * x.dtype.itemsize, info.nmant, info.nexp
     ut = _unsigned(x.dtype).type
     bits = x.view(ut).copy()

@@ -21,6 +21,13 @@ from fnad.primitives import indexing as ix
 _CLIP, _FILL = ix.GatherScatterMode.CLIP, ix.GatherScatterMode.FILL_OR_DROP
 
 
+def _signed(indices: np.ndarray) -> np.ndarray:
+    """uint64 indices as intp, saturating: np.take and intp arithmetic would wrap them."""
+    if indices.dtype == np.uint64:
+        return np.minimum(indices, np.iinfo(np.intp).max).astype(np.intp)
+    return indices
+
+
 def _plan(op_shape, indices, window: dict, index_map, obd, ibd, clip: bool):
     """Index arrays for the gather/scatter of windows `window` {operand dim: size}.
 
@@ -79,7 +86,7 @@ def _permuted(x, adv, full):
 def _gather(operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
             indices_are_sorted, mode, fill_value):
     dn = dimension_numbers
-    operand, indices = np.asarray(operand), np.asarray(indices)
+    operand, indices = np.asarray(operand), _signed(np.asarray(indices))
     window = {d: slice_sizes[d] for d in range(operand.ndim)
               if d not in dn.collapsed_slice_dims and d not in dn.operand_batching_dims}
     win_dims = list(window)
@@ -130,6 +137,7 @@ def _scatter(combine):
              unique_indices, mode):
         dn = dimension_numbers
         operand, indices, updates = np.asarray(operand), np.asarray(indices), np.asarray(updates)
+        indices = _signed(indices)
         out = _fresh_copy(operand)
         if updates.size == 0 or out.size == 0:
             return out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fnad import dtypes
 from fnad.backends.numpy_ref import impl_rules
 from fnad.backends.numpy_ref.elementwise import quietly
 from fnad.primitives import logic as lg
@@ -38,7 +39,7 @@ def _shift_right_logical(x, y):                        # past the width: 0
 def _select_n(which, *cases):
     if np.result_type(which) == np.bool_:
         return np.where(which, cases[1], cases[0]) if len(cases) == 2 else cases[0]
-    return np.choose(which, cases)
+    return np.choose(which, cases, mode="clip")       # out of range: the first/last (XLA's)
 
 
 def _convert_element_type(x, *, new_dtype, weak_type):
@@ -47,7 +48,7 @@ def _convert_element_type(x, *, new_dtype, weak_type):
         x = x.real
     if new_dtype == np.bool_:
         return x != 0
-    if x.dtype.kind == "f" and new_dtype.kind in "iu":
+    if dtypes.is_float(x.dtype) and new_dtype.kind in "iu":   # bfloat16's kind is "V"
         info = np.iinfo(new_dtype)                     # saturate, nan -> 0, as XLA
         t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
         out = np.clip(t, info.min, info.max)

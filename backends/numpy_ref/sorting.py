@@ -16,7 +16,8 @@ from fnad.primitives import sorting as srt
 
 def _sort(*operands, dimension, is_stable, num_keys):
     operands = [np.asarray(x) for x in operands]
-    keys = operands[:num_keys]
+    keys = [k.astype(np.float32) if dtypes.is_float(k.dtype) and k.dtype.itemsize < 4 else k
+            for k in operands[:num_keys]]              # NumPy misorders bfloat16's NaNs
     if num_keys == 1:
         perm = np.argsort(keys[0], axis=dimension, kind="stable")
     else:                                              # lexsort: the last key is the primary
