@@ -283,7 +283,7 @@ def test_clamp_vmap_over_bounds_as_jax(in_axes):
 
 
 # ---- select_n with an integer `which` out of range: the first or last case, as XLA --------------
-@pytest.mark.parametrize("mode", ("eager", "xla"))   # numba: see the session report
+@pytest.mark.parametrize("mode", ("eager",) + JIT_BACKENDS)
 @pytest.mark.parametrize("ncases", (2, 3))
 def test_select_n_out_of_range_which_picks_first_or_last_case(ncases, mode):
     which = np.array([0, 1, 2, 3, -1, 5, -7], np.int32)
@@ -306,3 +306,14 @@ def test_reduce_precision_of_16_bit_floats_as_jax(dtype, bits, mode):
     want = jl.reduce_precision(jnp.asarray(x), exponent_bits=e, mantissa_bits=m)
     _same(_run(lambda L, a: L.reduce_precision(a, exponent_bits=e, mantissa_bits=m), [x], mode),
           want)
+
+
+# ---- unsigned div / rem, 64-bit: numba must not go through float64 -------------------------------
+@pytest.mark.parametrize("mode", ("eager",) + JIT_BACKENDS)
+@pytest.mark.parametrize("op", ("div", "rem"))
+def test_uint64_div_rem_as_jax(op, mode):
+    a = np.array([2**63 + 12345, 2**62 + 7, 12345678901234567, 5, 0], np.uint64)
+    b = np.array([3, 7, 1, 2**63 + 1, 9], np.uint64)    # (x / 0: fnad 0, XLA all ones)
+    with fnad.enable_x64(), jax.enable_x64(True):
+        want = getattr(jl, op)(a, b)
+        _same(_run(lambda L, x, y: getattr(L, op)(x, y), [a, b], mode), want)

@@ -149,6 +149,23 @@ def irem(a, b):
     return a - b * idiv(a, b)
 
 
+@_njit
+def udiv(a, b):
+    """a / b for unsigned integers (lax.div); 0 where b == 0. idiv's comparisons with -1 would
+    make numba compute uint64 in float64."""
+    if b == 0:
+        return a - a
+    return a // b
+
+
+@_njit
+def urem(a, b):
+    """a % b for unsigned integers (lax.rem); 0 where b == 0."""
+    if b == 0:
+        return a - a
+    return a % b
+
+
 def _binary_float_intrinsic(llvm_name: str, doc: str, flags: tuple = ()):
     @intrinsic
     def fn(typingctx, a, b):

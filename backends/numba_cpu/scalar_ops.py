@@ -119,15 +119,17 @@ def _bitwise(op: str):
 def _div(E, xs, eqn):
     if E.out_kind(eqn) == "f":
         return f"({xs[0]} / {xs[1]})"
-    E.runtime.add("idiv")
-    return _cast(E.out_dtype(eqn), f"idiv({xs[0]}, {xs[1]})")
+    fn = "udiv" if E.out_kind(eqn) == "u" else "idiv"
+    E.runtime.add(fn)
+    return _cast(E.out_dtype(eqn), f"{fn}({xs[0]}, {xs[1]})")
 
 
 def _rem(E, xs, eqn):
     if E.out_kind(eqn) == "f":
         return _cast(E.out_dtype(eqn), f"np.fmod({xs[0]}, {xs[1]})")
-    E.runtime.add("irem")
-    return _cast(E.out_dtype(eqn), f"irem({xs[0]}, {xs[1]})")
+    fn = "urem" if E.out_kind(eqn) == "u" else "irem"
+    E.runtime.add(fn)
+    return _cast(E.out_dtype(eqn), f"{fn}({xs[0]}, {xs[1]})")
 
 
 def _neg(E, xs, eqn):
@@ -199,9 +201,9 @@ def _select_n(E, xs, eqn):
         return cases[0]
     if eqn.invars[0].aval.dtype == np.bool_:
         return f"({cases[1]} if {which} else {cases[0]})"
-    expr = cases[-1]
+    expr = cases[-1]                     # out of range: the first case below 0, else the last
     for k in range(len(cases) - 2, -1, -1):
-        expr = f"({cases[k]} if {which} == {k} else {expr})"
+        expr = f"({cases[k]} if {which} {'<=' if k == 0 else '=='} {k} else {expr})"
     return expr
 
 
