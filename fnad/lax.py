@@ -50,7 +50,10 @@ def stop_gradient(x):
     def stop(leaf):
         if _dtypes.is_inexact(_get_aval(leaf).dtype):
             return _logic.stop_gradient(leaf)
-        return leaf
+        if isinstance(leaf, _core.Tracer):
+            return leaf
+        from fnad.numpy import asarray              # an Array of the canonical dtype, as jax
+        return asarray(leaf)
     return tree_util.tree_map(stop, x)
 
 

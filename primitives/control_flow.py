@@ -139,6 +139,9 @@ def _check_carry(what: str, in_tree, out_tree, in_avals, out_avals):
         raise TypeError(f"{what} must have the same pytree structure as its input carry; "
                         f"the input carry is {in_tree} but the output is {out_tree}")
     for i, (a, b) in enumerate(zip(in_avals, out_avals)):
+        if a.shape == b.shape and a.dtype != b.dtype and a.weak_type and \
+                dtypes.result_type(a, b) == b.dtype:
+            continue                  # a weak initial value: _promote_weak retypes it, as JAX
         if a.shape != b.shape or a.dtype != b.dtype:
             raise TypeError(f"{what} must have the same types as its input carry, but leaf "
                             f"{i} goes in as {a.str_short()} and comes out as "

@@ -487,3 +487,17 @@ def test_staged_programs_typecheck(name, prog, make_args):
         flat = fnad.tree_util.tree_leaves(call_args)
         want = fnad.tree_util.tree_leaves(fn(*call_args))
         _close(eval_jaxpr(closed.jaxpr, closed.consts, *flat), want, 1e-5)
+
+
+def test_weak_initial_carry_takes_the_body_dtype_as_jax():
+    """A weakly typed initial carry (a Python scalar) takes the dtype the body gives it, as in
+    jax: float16 here; a strong one of another dtype stays an error."""
+    jax = pytest.importorskip("jax", reason="jax not installed: the oracle for dtypes")
+    xs = np.ones(3, np.float16)
+    for L in (flax, jax.lax):
+        out = L.scan(lambda c, a: (c + a, None), 0., xs)[0]
+        assert np.asarray(out).dtype == np.float16 and float(out) == 3.0
+        w = L.while_loop(lambda c: c < 3, lambda c: c + np.float16(1), 0.)
+        assert np.asarray(w).dtype == np.float16 and float(w) == 3.0
+    with pytest.raises(TypeError, match="same types as its input carry"):
+        flax.scan(lambda c, a: (c + a, None), np.float32(0), xs.astype(np.complex64))

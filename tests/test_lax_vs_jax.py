@@ -317,3 +317,8 @@ def test_uint64_div_rem_as_jax(op, mode):
     with fnad.enable_x64(), jax.enable_x64(True):
         want = getattr(jl, op)(a, b)
         _same(_run(lambda L, x, y: getattr(L, op)(x, y), [a, b], mode), want)
+
+
+def test_stop_gradient_of_integers_is_a_canonical_array_as_jax():
+    got, want = lax.stop_gradient(np.arange(3)), jl.stop_gradient(np.arange(3))
+    assert isinstance(got, fnad.Array) and got.dtype == want.dtype
