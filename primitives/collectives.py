@@ -144,7 +144,14 @@ pmin_p = _reducer("pmin", NUM)
 def psum(x, axis_name, *, axis_index_groups=None):
     """Σ of `x` (a pytree) over the members of the named axis (or axes)."""
     names, _ = _sizes("psum", axis_name, axis_index_groups)
-    return _tree_map(lambda v: psum_p.bind(_as_array(v), axis_name=names), x)
+
+    def one(v):
+        v = _as_array(v)
+        if get_aval(v).dtype == np.bool_:             # a count, as jax: bools sum as int32
+            from fnad.primitives.logic import convert_element_type
+            v = convert_element_type(v, np.int32)
+        return psum_p.bind(v, axis_name=names)
+    return _tree_map(one, x)
 
 
 def pmax(x, axis_name, *, axis_index_groups=None):

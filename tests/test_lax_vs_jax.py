@@ -322,3 +322,10 @@ def test_uint64_div_rem_as_jax(op, mode):
 def test_stop_gradient_of_integers_is_a_canonical_array_as_jax():
     got, want = lax.stop_gradient(np.arange(3)), jl.stop_gradient(np.arange(3))
     assert isinstance(got, fnad.Array) and got.dtype == want.dtype
+
+
+def test_psum_of_booleans_counts_as_jax():
+    x = np.array([True, False, True])
+    got = fnad.vmap(lambda v: lax.psum(v, "i"), axis_name="i")(x)
+    want = jax.vmap(lambda v: jl.psum(v, "i"), axis_name="i")(x)
+    _same(got, want)
