@@ -225,6 +225,13 @@ def _convert(x, dtype: np.dtype, weak_type: bool):
         if aval.dtype == dtype and (not aval.weak_type or weak_type):
             return x
         return convert_element_type(x, dtype, weak_type)
+    if t is int:
+        # As JAX: the int must fit the default int dtype (else OverflowError), and then
+        # wraps to a narrower integer dtype (`uint8_array + -2` adds 254).
+        int_dtype = get_aval(x).dtype
+        if dtype.kind in "iu" and dtype != int_dtype:
+            x = np.asarray(x, int_dtype).astype(dtype)
+            return _wrap_numpy(x, True) if weak_type else x
     if t in _PY_SCALARS:
         if not weak_type:
             return np.asarray(x, dtype=dtype)
@@ -260,8 +267,7 @@ def promote_dtypes_inexact(*args: Any) -> list:
     to_dtype = dtypes.to_inexact_dtype(to_dtype)
     if len(args) == 1:
         x = args[0]
-        out = _convert(x, to_dtype, weak_type)
-        return [ensure_array(out) if type(out) in _PY_SCALARS else out]
+        return [ensure_array(_convert(x, to_dtype, weak_type))]
     return [_convert(a, to_dtype, weak_type) for a in args]
 
 
@@ -271,8 +277,7 @@ def promote_dtypes_numeric(*args: Any) -> list:
     if to_dtype == np.bool_:
         to_dtype = np.dtype(np.int32)
     if len(args) == 1:
-        out = _convert(args[0], to_dtype, weak_type)
-        return [ensure_array(out) if type(out) in _PY_SCALARS else out]
+        return [ensure_array(_convert(args[0], to_dtype, weak_type))]
     return [_convert(a, to_dtype, weak_type) for a in args]
 
 

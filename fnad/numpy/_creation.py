@@ -82,9 +82,17 @@ def full(shape, fill_value: ArrayLike, dtype: DTypeLike | None = None, *, device
     check_arraylike("full", fill_value)
     shape = _shape(shape)
     if np.ndim(fill_value) == 0:
-        return placed(so.full(shape, fill_value, None if dtype is None else
-                              dtypes.canonicalize_dtype(dtype)), device)
+        dtype = None if dtype is None else dtypes.canonicalize_dtype(dtype)
+        return placed(so.full(shape, _big_int_as(fill_value, dtype), dtype), device)
     return placed(broadcast_to(asarray(fill_value, dtype=dtype), shape), device)
+
+
+def _big_int_as(value, dtype):
+    """A Python int outside int32 as a NumPy scalar of `dtype` (as JAX, which converts the
+    fill value to the requested dtype, so `full(s, 2**31, float32)` works); else `value`."""
+    if type(value) is int and dtype is not None and not -(1 << 31) <= value < (1 << 31):
+        return np.asarray(value).astype(dtype)
+    return value
 
 
 def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None, shape=None, *,
@@ -114,6 +122,7 @@ def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = Non
     check_arraylike("full_like", fill_value)
     shape = None if shape is None else _shape(shape)
     if np.ndim(fill_value) == 0:
+        fill_value = _big_int_as(fill_value, dtypes.canonicalize_dtype(dtype or a.dtype))
         return placed(so.full_like(a, fill_value, dtype, shape), device)
     return placed(broadcast_to(asarray(fill_value, dtype=dtype or a.dtype),
                                a.shape if shape is None else shape), device)
@@ -175,6 +184,9 @@ def arange(start: ArrayLike, stop: ArrayLike | None = None, step: ArrayLike | No
            dtype: DTypeLike | None = None, *, device=None) -> Array:
     """Evenly spaced values in [start, stop) (or [0, start)); the dtype follows the args."""
     check_arraylike("arange", start)
+    if any(np.iscomplexobj(x) for x in (start, stop, step) if x is not None):
+        raise ValueError("fnad.numpy.arange does not take complex start/stop/step (as JAX "
+                         "since 0.10); use fnad.numpy.linspace for complex values")
     if dtype is None:
         dtype = dtypes.result_type(start, *(x for x in (stop, step) if x is not None))
     dtype = dtypes.canonicalize_dtype(dtype)
@@ -203,7 +215,10 @@ def linspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         dtype = dtypes.to_inexact_dtype(dtypes.result_type(start, stop, float))
     dtype = dtypes.canonicalize_dtype(dtype)
     comp_dtype = dtypes.to_inexact_dtype(dtype)
-    start, stop = asarray(start, comp_dtype), asarray(stop, comp_dtype)
+    # (a conversion, not asarray(·, dtype): complex bounds with a real dtype keep their real
+    # parts, as JAX's astype)
+    start = lg.convert_element_type(asarray(start), comp_dtype)
+    stop = lg.convert_element_type(asarray(stop), comp_dtype)
     bounds_shape = list(broadcast_shapes(start.shape, stop.shape, fun_name="linspace"))
     b_start, b_stop = broadcast_to(start, bounds_shape), broadcast_to(stop, bounds_shape)
     axis = len(bounds_shape) + axis + 1 if axis < 0 else axis
@@ -255,7 +270,9 @@ def logspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool = 
         dtype = dtypes.to_inexact_dtype(dtypes.result_type(start, stop, float))
     dtype = dtypes.canonicalize_dtype(dtype)
     comp_dtype = dtypes.to_inexact_dtype(dtype)
-    lin = linspace(asarray(start, comp_dtype), asarray(stop, comp_dtype), num,
+    start = lg.convert_element_type(asarray(start), comp_dtype)   # (a complex bound's real
+    stop = lg.convert_element_type(asarray(stop), comp_dtype)     # part for a real dtype)
+    lin = linspace(start, stop, num,
                    endpoint=endpoint, axis=axis)
     return lg.convert_element_type(power(base, lin), dtype)
 
@@ -271,7 +288,8 @@ def geomspace(start: ArrayLike, stop: ArrayLike, num: int = 50, endpoint: bool =
     dtype = dtypes.canonicalize_dtype(dtype)
     comp_dtype = dtypes.to_inexact_dtype(dtype)
     from fnad.numpy._ufuncs import log10, sign, true_divide
-    start, stop = asarray(start, comp_dtype), asarray(stop, comp_dtype)
+    start = lg.convert_element_type(asarray(start), comp_dtype)
+    stop = lg.convert_element_type(asarray(stop), comp_dtype)
     s = sign(start)
     res = multiply(s, logspace(log10(true_divide(start, s)), log10(true_divide(stop, s)), num,
                                endpoint=endpoint, base=10.0, dtype=comp_dtype, axis=0))

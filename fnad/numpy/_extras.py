@@ -13,7 +13,13 @@ import numpy as np
 
 from fnad import dtypes, lax
 import fnad.numpy as jnp
-from fnad.numpy._core import asarray, canonicalize_axis, promote_dtypes, promote_dtypes_inexact
+from fnad.numpy._core import (
+    asarray,
+    canonicalize_axis,
+    check_arraylike,
+    promote_dtypes,
+    promote_dtypes_inexact,
+)
 from fnad.primitives.sorting import sort_key_val
 from fnad.numpy._indexing import _concrete, _is_traced, getitem, take
 
@@ -41,30 +47,33 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, whe
     """sum treating NaNs as zero."""
     _no_out("nansum", out)
     a = asarray(a)
-    res = jnp.sum(_masked(a, 0, where), axis=axis, dtype=dtype, keepdims=keepdims)
-    return res if initial is None else jnp.add(res, initial)
+    # (initial goes to sum, which casts it to the result's dtype, as JAX)
+    return jnp.sum(_masked(a, 0, where), axis=axis, dtype=dtype, keepdims=keepdims,
+                   initial=initial)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """prod treating NaNs as one."""
     _no_out("nanprod", out)
     a = asarray(a)
-    res = jnp.prod(_masked(a, 1, where), axis=axis, dtype=dtype, keepdims=keepdims)
-    return res if initial is None else jnp.multiply(res, initial)
+    return jnp.prod(_masked(a, 1, where), axis=axis, dtype=dtype, keepdims=keepdims,
+                    initial=initial)
 
 
 def _nan_extremum(name, reduce, fill, a, axis, keepdims, initial, where):
+    if where is not None and initial is None:
+        raise ValueError(f"fnad.numpy.{name}: reduction operation {name[3:]} does not have an "
+                         "identity, so to use a where mask one has to specify 'initial'")
     a = asarray(a)
+    # (initial goes to the reduction, which casts it to a's dtype, as JAX)
     if not _has_nans(a) and where is None:
-        res = reduce(a, axis=axis, keepdims=keepdims)
+        res = reduce(a, axis=axis, keepdims=keepdims, initial=initial)
     else:
-        res = reduce(_masked(a, fill, where), axis=axis, keepdims=keepdims)
-        if _has_nans(a):            # all-NaN slices give NaN (NumPy warns; JAX does not)
+        res = reduce(_masked(a, fill, where), axis=axis, keepdims=keepdims, initial=initial)
+        if _has_nans(a) and initial is None:    # all-NaN slices give NaN (NumPy warns)
             all_nan = jnp.all(jnp.isnan(a) if where is None else jnp.logical_or(
                 jnp.isnan(a), jnp.logical_not(asarray(where))), axis=axis, keepdims=keepdims)
             res = jnp.where(all_nan, np.nan, res)
-    if initial is not None:
-        res = (jnp.maximum if name == "nanmax" else jnp.minimum)(res, initial)
     return res
 
 
@@ -173,6 +182,7 @@ def _edge(arr, value, axis):
 
 def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None):
     """The n-th discrete difference a[i+1] - a[i] along `axis` (!= for booleans)."""
+    check_arraylike("diff", a)
     arr = asarray(a)
     n = operator.index(n)
     if n < 0:

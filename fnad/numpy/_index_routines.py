@@ -14,7 +14,7 @@ import numpy as np
 
 from fnad import core, dtypes, lax
 from fnad.core import Tracer, get_aval
-from fnad.numpy._core import asarray, canonicalize_axis
+from fnad.numpy._core import asarray, canonicalize_axis, check_arraylike
 from fnad.primitives.cumulative import cumsum
 from fnad.primitives.indexing import (GatherDimensionNumbers, ScatterDimensionNumbers, gather,
                                       scatter)
@@ -123,6 +123,7 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
     """
     if out is not None:
         raise NotImplementedError("The 'out' argument to take is not supported.")
+    check_arraylike("take", a)
     a = asarray(a)
     idx = _index_operand("take", indices)
     if axis is None:

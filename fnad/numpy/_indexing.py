@@ -578,6 +578,27 @@ class _IndexUpdateRef:
         return self._update(values, "max", indices_are_sorted, unique_indices, mode,
                             wrap_negative_indices)
 
+    def apply(self, func, *, indices_are_sorted=False, unique_indices=False, mode=None,
+              wrap_negative_indices=True):
+        """x[idx] = func(x[idx]) for an elementwise `func`, applied once per occurrence of
+        an index (twice where an index repeats), as JAX's scatter_apply. func's result is
+        cast to x's dtype."""
+        x = self.array if isinstance(self.array, (core.Array, Tracer)) else asarray(self.array)
+        zeros = lax.full(x.shape, 0, np.dtype(np.int32))
+        hits = _scatter_update(zeros, self.index, 1, "add", indices_are_sorted,
+                               unique_indices, mode, wrap_negative_indices)   # [*x.shape]
+
+        def step(i, y):
+            fy = lax.convert_element_type(asarray(func(y)), y.dtype)
+            return lax.select(lax.gt(hits, i), fy, y)
+
+        most = lax.reduce_max(hits, tuple(range(hits.ndim))) if hits.ndim else hits
+        if isinstance(most, Tracer):
+            return lax.fori_loop(0, most, step, x)
+        for i in range(int(most)):
+            x = step(i, x)
+        return x
+
 
 def _combine(op: str, old, new):
     if op == "set":

@@ -308,6 +308,24 @@ def _sum_labels(x, spec: str, drop: set[str]):
     return red.reduce_sum(x, axes), "".join(c for c in spec if c not in drop)
 
 
+def _sublist_subscripts(*args) -> tuple[str, list]:
+    """NumPy's interleaved form einsum(x, [0, 1], y, [1, 2], [0, 2]) as ('ab,bc->ac', [x, y])
+    (integer labels 0..51 are letters; Ellipsis is '...')."""
+    def letters(sublist):
+        try:
+            return "".join("..." if e is Ellipsis else string.ascii_letters[operator.index(e)]
+                           for e in sublist)
+        except (TypeError, IndexError):
+            raise TypeError(f"einsum: a sublist holds integers in [0, 52) and Ellipsis, got "
+                            f"{sublist!r}") from None
+    if len(args) < 2:
+        raise TypeError("einsum takes a subscripts string or operands each followed by its "
+                        "sublist")
+    pairs, out = (args, None) if len(args) % 2 == 0 else (args[:-1], args[-1])
+    spec = ",".join(letters(t) for t in pairs[1::2])
+    return (spec if out is None else f"{spec}->{letters(out)}"), list(pairs[0::2])
+
+
 def einsum(subscripts: str, *operands: ArrayLike, out: None = None, optimize="auto",
            precision=None, preferred_element_type=None, _dot_general=None) -> Array:
     """Einstein summation: 'ij,jk->ik' is a matmul; '...' broadcasts leading dims; without
@@ -316,8 +334,7 @@ def einsum(subscripts: str, *operands: ArrayLike, out: None = None, optimize="au
     if out is not None:
         raise NotImplementedError("The 'out' argument to fnad.numpy.einsum is not supported.")
     if not isinstance(subscripts, str):
-        raise TypeError("fnad.numpy.einsum takes a subscripts string first (the interleaved "
-                        "operand/sublist form is not supported)")
+        subscripts, operands = _sublist_subscripts(subscripts, *operands)
     check_arraylike("einsum", *operands)
     ops = [ensure_array(x) for x in operands]
     if preferred_element_type is None and len(ops) > 1:

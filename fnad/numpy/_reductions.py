@@ -280,7 +280,8 @@ def var(a: ArrayLike, axis=None, dtype: DTypeLike | None = None, out: None = Non
     normalizer = ew.sub(normalizer, np.array(ddof, dtype=comp_dtype))
     total = sum(centered, axis, dtype=comp_dtype, keepdims=keepdims, where=where)
     result = _as_dtype(ew.div(total, normalizer), dtype)
-    return _where(lg.gt(normalizer, np.array(0, comp_dtype)), result, np.array(np.nan, dtype))
+    # (a weak NaN, as JAX: an integer `dtype` gives a weak default float, not an error)
+    return _where(lg.gt(normalizer, np.array(0, comp_dtype)), result, np.nan)
 
 
 _mean = mean
@@ -290,6 +291,9 @@ def std(a: ArrayLike, axis=None, dtype: DTypeLike | None = None, out: None = Non
         ddof: int = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
         mean: ArrayLike | None = None, correction: float | None = None):
     """Standard deviation over `axis`: sqrt(var)."""
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"dtype argument to fnad.numpy.std must be inexact; got "
+                         f"{np.dtype(dtype).name}")
     return ew.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                        correction=correction))
 
@@ -422,7 +426,9 @@ def _cumulative_api(name, lax_name, identity, x, axis, dtype, include_initial):
                              "one-dimensional arrays.")
         axis = 0
     axis = canonicalize_axis(axis, x.ndim)
-    out = _cumulative(name, lax_name, x, axis, dtype, promote_integers=True)
+    # (as JAX: cumulative_sum promotes small integers to the default int, cumulative_prod
+    # keeps them, as cumprod does)
+    out = _cumulative(name, lax_name, x, axis, dtype, promote_integers=lax_name == "cumsum")
     if include_initial:
         shape = list(out.shape)
         shape[axis] = 1

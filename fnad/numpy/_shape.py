@@ -25,6 +25,7 @@ from fnad.numpy._core import (
     ensure_array,
     promote_dtypes,
 )
+from fnad.numpy import _pad_modes
 from fnad.primitives import shape_ops as so
 
 __all__ = [
@@ -472,42 +473,53 @@ def _pad_index(mode: str, n: int, before: int, after: int) -> np.ndarray:
     return np.where(m < n, m, 2 * (n - 1) - m)
 
 
+_PAD_KWARGS = {"constant": {"constant_values"}, "edge": set(), "wrap": set(),
+               "reflect": {"reflect_type"}, "symmetric": {"reflect_type"},
+               "linear_ramp": {"end_values"}, "maximum": {"stat_length"},
+               "minimum": {"stat_length"}, "mean": {"stat_length"}, "median": {"stat_length"}}
+
+
 def pad(array: ArrayLike, pad_width, mode: str = "constant", **kwargs) -> Array:
     """`array` padded by pad_width (an int, a (before, after) pair, or one pair per axis).
 
-    Modes: 'constant' (constant_values: a scalar or per-axis pairs), 'edge', 'reflect',
-    'symmetric' (reflect_type 'even') and 'wrap'.
+    Modes: 'constant' (constant_values: a scalar or per-axis pairs), 'edge', 'reflect' and
+    'symmetric' (reflect_type 'even' or 'odd'), 'wrap', 'linear_ramp' (end_values), 'maximum',
+    'minimum', 'mean', 'median' (stat_length), 'empty' (zeros, as JAX), or a function
+    f(vector, (before, after), axis, kwargs) as NumPy's (see _pad_modes).
     """
     check_arraylike("pad", array)
     a = ensure_array(array)
     pairs = _pad_pairs(pad_width, a.ndim)
+    if callable(mode):
+        return _pad_modes.pad_callable(a, pairs, mode, kwargs)
     if mode == "empty":
         mode = "constant"
-    if mode == "constant":
-        allowed = {"constant_values"}
-    elif mode in ("edge", "wrap"):
-        allowed = set()
-    elif mode in ("reflect", "symmetric"):
-        allowed = {"reflect_type"}
-        if kwargs.get("reflect_type", "even") != "even":
-            raise NotImplementedError("pad: only reflect_type='even' is implemented")
-    else:
-        raise NotImplementedError(f"pad: mode {mode!r} is not implemented; available modes "
-                                  "are 'constant', 'edge', 'reflect', 'symmetric', 'wrap'")
+    allowed = _PAD_KWARGS.get(mode)
+    if allowed is None:
+        raise NotImplementedError(f"pad: unknown mode {mode!r}; the modes are "
+                                  f"{', '.join(map(repr, _PAD_KWARGS))} or a function")
     unknown = set(kwargs) - allowed
     if unknown:
         raise ValueError(f"unsupported keyword arguments for mode '{mode}': {sorted(unknown)}")
-    if builtins.all(p == (0, 0) for p in pairs):
+    reflect_type = kwargs.get("reflect_type", "even")
+    if reflect_type not in ("even", "odd"):
+        raise ValueError(f"pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
+    if builtins.all(p == (0, 0) for p in pairs) or not a.ndim:
         return a
     if mode == "constant":
         return _pad_constant(a, pairs, kwargs.get("constant_values", 0))
     for axis, (before, after) in enumerate(pairs):
-        n = a.shape[axis]
-        if before == after == 0:
-            continue
-        if n == 0:
+        if a.shape[axis] == 0 and (before or after):
             raise ValueError(f"can't pad an empty axis (axis {axis}) in mode '{mode}'")
-        a = _take_static(a, _pad_index(mode, n, before, after), axis)
+    if mode == "linear_ramp":
+        return _pad_modes.pad_linear_ramp(a, pairs, kwargs.get("end_values", 0))
+    if mode in ("maximum", "minimum", "mean", "median"):
+        return _pad_modes.pad_stats(a, pairs, mode, kwargs.get("stat_length"))
+    if reflect_type == "odd" and mode in ("reflect", "symmetric"):
+        return _pad_modes.pad_reflect_odd(a, pairs, mode)
+    for axis, (before, after) in enumerate(pairs):
+        if before or after:
+            a = _take_static(a, _pad_index(mode, a.shape[axis], before, after), axis)
     return a
 
 

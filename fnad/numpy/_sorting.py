@@ -14,7 +14,13 @@ import numpy as np
 
 from fnad import core, dtypes, lax
 import fnad.numpy as jnp
-from fnad.numpy._core import asarray, canonicalize_axis, promote_dtypes, promote_dtypes_inexact
+from fnad.numpy._core import (
+    asarray,
+    canonicalize_axis,
+    check_arraylike,
+    promote_dtypes,
+    promote_dtypes_inexact,
+)
 from fnad.primitives.sorting import sort as lax_sort
 from fnad.primitives.sorting import sort_key_val
 from fnad.numpy._indexing import (IndexUpdateHelper, _concrete, _is_traced, getitem, nonzero,
@@ -45,6 +51,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     """`a` sorted along `axis` (flattened when axis is None); NaNs sort last."""
     if order is not None:
         raise ValueError("The 'order' argument to sort is not supported.")
+    check_arraylike("sort", a)
     a = asarray(a)
     if axis is None:
         a, axis = _ravel(a), 0
@@ -209,6 +216,7 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False,
     `size`; the result then has exactly `size` entries, padded with `fill_value`
     (default: the smallest unique value) or truncated.
     """
+    check_arraylike("unique", ar)
     arr = asarray(ar)
     in_shape, flat = arr.shape, axis is None
     if axis is None:

@@ -171,10 +171,10 @@ def _gcd_cond(xs):
 def _gcd_body(xs):
     x1, x2 = xs
     nz = lg.ne(x2, 0)
-    x1, x2 = (_where(nz, x2, x1),
-              _where(nz, lax.rem(x1, _where(nz, x2, lax.full_like(x2, 1))), lax.full_like(x2, 0)))
-    swap = lg.lt(x1, x2)
-    return _where(swap, x2, x1), _where(swap, x1, x2)
+    # (no swap to keep x1 >= x2: rem does it, and a swap loops forever on the negative
+    # values that |most negative int| leaves, where JAX's gcd hangs)
+    return (_where(nz, x2, x1),
+            _where(nz, lax.rem(x1, _where(nz, x2, lax.full_like(x2, 1))), lax.full_like(x2, 0)))
 
 
 def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
@@ -185,7 +185,7 @@ def gcd(x1: ArrayLike, x2: ArrayLike) -> Array:
     if not dtypes.is_int(x1.dtype):
         raise ValueError(f"Arguments to fnad.numpy.gcd must be integers, got {x1.dtype}")
     x1, x2 = broadcast_arrays(x1, x2)
-    return lax.while_loop(_gcd_cond, _gcd_body, (absolute(x1), absolute(x2)))[0]
+    return absolute(lax.while_loop(_gcd_cond, _gcd_body, (absolute(x1), absolute(x2)))[0])
 
 
 def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:

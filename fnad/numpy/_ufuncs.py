@@ -85,7 +85,8 @@ def _with_literal(dt: np.dtype, v):
     """v as the Python literal an array of dtype `dt` combines with, or None if it must be
     converted (x64 off: f32 with int/float -> float; i32 with int -> int)."""
     if dt == (_F64 if config.jax_enable_x64 else _F32):
-        return float(v)
+        # (a large int goes the slow way, which raises OverflowError as JAX)
+        return float(v) if type(v) is float or -(1 << 31) <= v < (1 << 31) else None
     if type(v) is int and dt == (_I64 if config.jax_enable_x64 else _I32):
         return v
     return None
@@ -292,8 +293,11 @@ abs = absolute  # noqa: A001
 
 
 def fabs(x: ArrayLike, /) -> Array:
-    """|x| in an inexact dtype."""
-    return ew.abs_p.bind(_inexact("fabs", x))
+    """|x| in an inexact dtype (real x only, as NumPy and JAX)."""
+    x = _inexact("fabs", x)
+    if dtypes.is_complex(x.aval.dtype):
+        raise TypeError("fnad.numpy.fabs does not support complex dtypes (use abs)")
+    return ew.abs_p.bind(x)
 
 
 def sign(x: ArrayLike, /) -> Array:
@@ -344,7 +348,8 @@ def log2(x: ArrayLike, /) -> Array:
     x = _inexact("log2", x)
     if dtypes.is_complex(x.aval.dtype):
         r = ew.log(x)
-        return ew.complex(ew.div(ew.real(r), math.log(2)), ew.div(ew.imag(r), math.log(2)))
+        ln2 = np.asarray(math.log(2), ew.real(r).aval.dtype)       # strong, as JAX's
+        return ew.complex(ew.div(ew.real(r), ln2), ew.div(ew.imag(r), ln2))
     # JAX divides by a (strong) constant: the result is never weakly typed.
     return ew.div(ew.log(x), ew.log(np.asarray(2, x.aval.dtype)))
 
@@ -354,7 +359,7 @@ def log10(x: ArrayLike, /) -> Array:
     x = _inexact("log10", x)
     if dtypes.is_complex(x.aval.dtype):
         r = ew.log(x)
-        inv = 1 / math.log(10)
+        inv = np.asarray(1 / math.log(10), ew.real(r).aval.dtype)  # strong, as JAX's
         return ew.complex(ew.mul(ew.real(r), inv), ew.mul(ew.imag(r), inv))
     return ew.mul(ew.log(x), np.asarray(0.4342944819032518, x.aval.dtype))   # 1 / ln 10
 
@@ -362,6 +367,8 @@ def log10(x: ArrayLike, /) -> Array:
 def logaddexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """log(exp(x1) + exp(x2)) without overflow: max + log1p(exp(-|x1 - x2|))."""
     x1, x2 = map(ensure_array, promote_args_inexact("logaddexp", x1, x2))
+    if dtypes.is_complex(x1.aval.dtype):
+        return _complex_logaddexp(x1, x2, ew.exp, 1.0)
     amax = ew.max(x1, x2)
     delta = ew.sub(x1, x2)
     abs_delta = ew.max(delta, ew.neg(delta))           # |δ| with slope 0 at a tie: ∂/∂x1 = 1/2
@@ -369,9 +376,26 @@ def logaddexp(x1: ArrayLike, x2: ArrayLike, /) -> Array:
                       ew.add(amax, ew.log1p(ew.exp(ew.neg(abs_delta)))))
 
 
+def _complex_logaddexp(x1, x2, exp, scale):
+    """log(exp(x1) + exp(x2)) for complex x (exp is e** or 2**, scale 1 or 1/ln 2): amax +
+    scale·log1p(exp(x1 + x2 - 2 amax)), its phase wrapped into [-π·scale, π·scale] (as
+    JAX, whose constants are strong: the result is never weakly typed)."""
+    amax = ew.max(x1, x2)                                     # lexicographic max
+    delta = ew.sub(ew.add(x1, x2), ew.mul(amax, np.asarray(2, amax.aval.dtype)))
+    out = ew.add(amax, ew.mul(ew.log1p(exp(delta)), np.asarray(scale, amax.aval.dtype)))
+    im = ew.imag(out)
+    dt = im.aval.dtype
+    half, period = np.asarray(math.pi * scale, dt), np.asarray(2 * math.pi * scale, dt)
+    rem = ew.rem(ew.add(im, half), period)
+    rem = _lax_where(lg.lt(rem, np.asarray(0, dt)), ew.add(rem, period), rem)
+    return ew.complex(ew.real(out), ew.sub(rem, half))
+
+
 def logaddexp2(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """log2(2**x1 + 2**x2) without overflow."""
     x1, x2 = map(ensure_array, promote_args_inexact("logaddexp2", x1, x2))
+    if dtypes.is_complex(x1.aval.dtype):
+        return _complex_logaddexp(x1, x2, ew.exp2, 1 / math.log(2))
     amax = ew.max(x1, x2)
     delta = ew.sub(x1, x2)
     abs_delta = ew.max(delta, ew.neg(delta))           # |δ| with slope 0 at a tie
@@ -479,6 +503,7 @@ radians, degrees = deg2rad, rad2deg
 
 def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """sqrt(x1² + x2²) without overflow: big · sqrt(1 + (small/big)²)."""
+    weak = _all_weak(x1, x2)
     x1, x2 = map(ensure_array, promote_args_inexact("hypot", x1, x2))
     if dtypes.is_complex(x1.aval.dtype):
         raise ValueError("hypot is not well defined for complex-valued inputs; "
@@ -489,7 +514,21 @@ def hypot(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     safe_big = _lax_where(lg.eq(big, 0), _const(big, 1), big)
     x = _lax_where(lg.eq(big, 0), big,
                    ew.mul(big, ew.sqrt(ew.add(ew.square(ew.div(small, safe_big)), 1.0))))
-    return _lax_where(idx_inf, _const(x, np.inf), x)
+    return _weak_as(_lax_where(idx_inf, _const(x, np.inf), x), weak)
+
+
+def _all_weak(*args) -> bool:
+    """Whether every argument is weakly typed (a Python scalar or a weak array)."""
+    return all(type(a) in (int, float, complex) or getattr(a, "weak_type", False)
+               for a in args)
+
+
+def _weak_as(x, weak: bool):
+    """x, strongly typed unless `weak`: JAX's compositions that select with constants give
+    weak results only from weak arguments (hypot(3.0, int_array) is a strong float32)."""
+    if x.aval.weak_type and not weak:
+        return lg.convert_element_type(x, x.aval.dtype, False)
+    return x
 
 
 def sinc(x: ArrayLike, /) -> Array:

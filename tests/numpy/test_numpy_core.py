@@ -767,8 +767,8 @@ def test_shape_errors():
         fnp.stack([fnp.ones(2), fnp.ones(3)])
     with pytest.raises(ValueError, match="Zero-dimensional"):
         fnp.concatenate([fnp.asarray(1.0), fnp.asarray(2.0)])
-    with pytest.raises(NotImplementedError, match="mode 'median'"):
-        fnp.pad(fnp.ones(3), 1, mode="median")
+    with pytest.raises(NotImplementedError, match="mode 'nonsense'"):
+        fnp.pad(fnp.ones(3), 1, mode="nonsense")
     with pytest.raises(TypeError, match="shape requires ndarray"):
         fnp.shape([1, 2])
     assert fnp.shape(fnp.ones((2, 3))) == (2, 3) and fnp.ndim(2.0) == 0
