@@ -101,8 +101,10 @@ def jet(fun: Callable, primals, series, *, factorial_scaled: bool = True):
     from fnad.tracing import make_jaxpr
     closed, out_shape = make_jaxpr(flat_fun, return_shape=True)(*flat_p)
     import fnad.numpy as jnp
-    outs = _run(closed.jaxpr, closed.consts, [jnp.asarray(p) for p in flat_p],
-                [[jnp.asarray(t) for t in col] if order else None for col in flat_s], order)
+    flat_p = [jnp.asarray(p) for p in flat_p]
+    outs = _run(closed.jaxpr, closed.consts, flat_p,   # terms in their primal's dtype
+                [[jnp.asarray(t, p.dtype) for t in col] if order else None
+                 for p, col in zip(flat_p, flat_s)], order)
     out_tree = tree_util.tree_structure(out_shape)
     primal_out = [p for p, _ in outs]
     series_out = []
