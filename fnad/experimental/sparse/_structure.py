@@ -37,11 +37,6 @@ class SparseEfficiencyWarning(UserWarning):
     """As SparseEfficiencyError, when on_inefficient='warn'."""
 
 
-def _groups(mat: BCOO):
-    nb, ns, nd, nse = mat._layout()
-    return nb, ns, nd, nse
-
-
 def _mark_padding(indices, keep, sizes):
     """indices with the rows where `keep` is False set to the padding index `sizes`."""
     return jnp.where(keep[..., None], indices, jnp.asarray(np.asarray(sizes, indices.dtype)))
@@ -50,7 +45,7 @@ def _mark_padding(indices, keep, sizes):
 def _cap_nse(out: BCOO) -> BCOO:
     """out with nse cut to the number of positions of its sparse shape (entries compacted),
     where nse exceeds it."""
-    nb, ns, _, nse = _groups(out)
+    nb, ns, _, nse = out._layout()
     positions = math.prod(out.shape[nb:nb + ns])
     return bcoo_sum_duplicates(out, nse=positions) if nse > positions else out
 
@@ -60,7 +55,7 @@ def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequen
                strides: Sequence[int] | None = None) -> BCOO:
     """mat[start:limit:stride] per dim, as lax.slice (jax.experimental.sparse.bcoo_slice)."""
     _check_bcoo(mat, "bcoo_slice")
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     start = tuple(operator.index(s) for s in start_indices)
     limit = tuple(operator.index(s) for s in limit_indices)
     strides = (1,) * mat.ndim if strides is None else tuple(operator.index(s) for s in strides)
@@ -99,7 +94,7 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence, slice_sizes: Sequence
     """lax.dynamic_slice of mat (starts may be traced; a negative start counts from the end,
     then starts are clamped into the array, as lax)."""
     _check_bcoo(mat, "bcoo_dynamic_slice")
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     sizes = tuple(operator.index(s) for s in slice_sizes)
     if len(start_indices) != mat.ndim or len(sizes) != mat.ndim:
         raise ValueError(f"bcoo_dynamic_slice: start_indices and slice_sizes need one entry "
@@ -133,7 +128,7 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices: Sequence, slice_sizes: Sequence
 def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
     """lax.rev of a BCOO: the order of the listed dims reversed."""
     _check_bcoo(operand, "bcoo_rev")
-    nb, ns, nd, _ = _groups(operand)
+    nb, ns, nd, _ = operand._layout()
     dims = sorted({_normalize_axis(d, operand.ndim, "bcoo_rev") for d in dimensions})
     data, indices = _broadcast_batch(operand.data, operand.indices, operand.shape,
                                      operand._layout())
@@ -157,7 +152,7 @@ def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
 def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
     """lax.squeeze of a BCOO: the listed dims (each of size 1) removed."""
     _check_bcoo(arr, "bcoo_squeeze")
-    nb, ns, nd, _ = _groups(arr)
+    nb, ns, nd, _ = arr._layout()
     dims = sorted({_normalize_axis(d, arr.ndim, "bcoo_squeeze") for d in dimensions})
     for d in dims:
         if arr.shape[d] != 1:
@@ -196,7 +191,7 @@ def bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int],
     _check_bcoo(mat, "bcoo_broadcast_in_dim")
     if sharding is not None:
         raise NotImplementedError("bcoo_broadcast_in_dim: sharding is not supported")
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     shape = tuple(operator.index(s) for s in shape)
     bdims = tuple(operator.index(d) for d in broadcast_dimensions)
     if len(bdims) != mat.ndim or any(b >= a for a, b in zip(bdims[1:], bdims)) or \
@@ -243,7 +238,7 @@ def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
     for op in operands:
         _check_bcoo(op, "bcoo_concatenate")
     first = operands[0]
-    nb, ns, nd, _ = _groups(first)
+    nb, ns, nd, _ = first._layout()
     dim = _normalize_axis(dimension, first.ndim, "bcoo_concatenate")
     for op in operands[1:]:
         if (op.n_batch, op.n_dense, op.ndim) != (nb, nd, first.ndim):
@@ -300,7 +295,7 @@ def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int],
     if dimensions is not None:
         from fnad.experimental.sparse.bcoo import bcoo_transpose
         mat = bcoo_transpose(mat, permutation=tuple(dimensions))
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     new = tuple(operator.index(s) for s in new_sizes)
     if math.prod(new) != mat.size:
         raise ValueError(f"bcoo_reshape: cannot reshape shape {mat.shape} into {new}")
@@ -362,7 +357,7 @@ def bcoo_update_layout(mat: BCOO, *, n_batch: int | None = None, n_dense: int | 
     entry: both store more than needed, so `on_inefficient` decides ('error' raises
     SparseEfficiencyError, 'warn' warns, None allows)."""
     _check_bcoo(mat, "bcoo_update_layout")
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     n_batch = nb if n_batch is None else operator.index(n_batch)
     n_dense = nd if n_dense is None else operator.index(n_dense)
     if n_batch < 0 or n_dense < 0 or n_batch + n_dense > mat.ndim:
@@ -388,7 +383,7 @@ def bcoo_update_layout(mat: BCOO, *, n_batch: int | None = None, n_dense: int | 
 
 def _fold_batch(mat: BCOO, n_batch: int) -> BCOO:
     """The batch dims from n_batch on become the leading sparse dims."""
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, mat._layout())
     folded = mat.shape[n_batch:nb]
     cols = [jnp.broadcast_to(lax.broadcasted_iota(indices.dtype, (*mat.shape[:nb], nse), d),
@@ -406,7 +401,7 @@ def _fold_batch(mat: BCOO, n_batch: int) -> BCOO:
 
 def _split_dense(mat: BCOO, n_dense: int) -> BCOO:
     """The leading dense dims (down to n_dense) become the trailing sparse dims."""
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, mat._layout())
     split = mat.shape[nb + ns:nb + ns + nd - n_dense]
     k = math.prod(split)
@@ -427,7 +422,7 @@ def _split_dense(mat: BCOO, n_dense: int) -> BCOO:
 def _grow_dense(mat: BCOO, n_dense: int) -> BCOO:
     """The trailing sparse dims (up to n_dense dense dims) become dense: each entry stores a
     block, its element placed by a one-hot."""
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     m = n_dense - nd
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, mat._layout())
     moved = mat.shape[nb + ns - m:nb + ns]
@@ -452,7 +447,7 @@ def _grow_dense(mat: BCOO, n_dense: int) -> BCOO:
 def _grow_batch(mat: BCOO, n_batch: int) -> BCOO:
     """The leading sparse dims (up to n_batch batch dims) become batch dims: every new batch
     position gets all nse entries of its group, those of other positions marked padding."""
-    nb, ns, nd, nse = _groups(mat)
+    nb, ns, nd, nse = mat._layout()
     m = n_batch - nb
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, mat._layout())
     moved = mat.shape[nb:nb + m]
