@@ -17,6 +17,7 @@ import numpy as np
 
 from fnad import core, tree_util
 from fnad.core import Tracer, batch_rules, collective_rules, get_aval
+from fnad.prng import is_key_array
 from fnad.primitives._batching import loop_batch, moveaxis
 from fnad.tracing import flatten_fun
 
@@ -185,6 +186,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         except ValueError as e:
             raise ValueError(f"vmap in_axes specification must be a tree prefix of the "
                              f"arguments of {_name(fun)}: {e}") from None
+        axes = _key_axes(axes, tree_util.tree_leaves((args, kwargs), is_leaf=is_key_array),
+                         lambda key: key.ndim, "in_axes")
         axes = [_normalize_axis(ax, x, i) for i, (ax, x) in enumerate(zip(axes, flat))]
         size = _axis_size(fun, flat, axes, axis_size)
         trace = BatchTrace(core.current_trace(), size, f"vmap of {_name(fun)}",
@@ -201,6 +204,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name=None,
         except ValueError as e:
             raise ValueError(f"vmap out_axes specification must be a tree prefix of the "
                              f"outputs of {_name(fun)}: {e}") from None
+        owners = tree_util.tree_leaves(tree_util.tree_unflatten(tree, range(len(pairs))),
+                                       is_leaf=is_key_array)        # keys over leaf numbers
+        out_specs = _key_axes(out_specs, owners, lambda key: _key_rank(*pairs[key._base]),
+                              "out_axes")
         results = [_place_output(v, d, ax, size, _name(fun)) for (v, d), ax in
                    zip(pairs, out_specs)]
         return tree_util.tree_unflatten(tree, results)
@@ -249,6 +256,31 @@ def pmap(fun: Callable, axis_name=None, *, in_axes: Any = 0, out_axes: Any = 0,
     run.__name__ = f"pmap({getattr(fun, '__name__', 'fun')})"
     run.__doc__ = getattr(fun, "__doc__", None)
     return jit(run, static_argnums=static, backend=backend, donate_argnums=donate_argnums)
+
+
+def _key_axes(axes: list, owners: list, rank: Callable, what: str) -> list:
+    """`axes` (one per leaf) with the axis of each typed PRNG key array's base counted in
+    the key's own dims: a negative axis of a key of rank n maps its dim n + axis, which in
+    the base (one trailing dim more) is that same nonnegative number. `owners` are the
+    leaves with key arrays as leaves (one base leaf each), `rank(key)` a key's rank in the
+    mapped result."""
+    if not any(map(is_key_array, owners)):
+        return axes
+    out = list(axes)
+    for i, (ax, owner) in enumerate(zip(axes, owners)):
+        if ax is None or not is_key_array(owner):
+            continue
+        n = rank(owner)
+        if not -n <= ax < n:
+            raise ValueError(f"vmap {what}={ax} is out of range for a key array of rank "
+                             f"{n if what == 'in_axes' else n - 1}")
+        out[i] = int(ax) % n
+    return out
+
+
+def _key_rank(val, bdim) -> int:
+    """The rank of a mapped key output whose base is `val` (batched at `bdim`)."""
+    return get_aval(val).ndim - (bdim is not None)
 
 
 def _normalize_axis(ax, x, i: int):

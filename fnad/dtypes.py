@@ -442,6 +442,8 @@ def issubdtype(a: Any, b: Any) -> bool:
     ``a``/``b`` are dtype-likes or NumPy's abstract classes (``floating``, ``integer``,
     ``inexact``, ``number``, ...).
     """
+    if isinstance(a, KeyDType) or isinstance(b, KeyDType):   # typed PRNG keys
+        return isinstance(a, KeyDType) and (isinstance(b, KeyDType) or b in (prng_key, extended))
     a_type = a if isinstance(a, type) and issubclass(a, np.generic) else np.dtype(a).type
     if a_type is bfloat16:
         b_type = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
@@ -450,13 +452,37 @@ def issubdtype(a: Any, b: Any) -> bool:
 
 
 class extended(np.generic):  # noqa: N801  (jax's name)
-    """jax.dtypes.extended: the category of JAX's extended dtypes (typed PRNG keys...).
-    fnad has none (its keys are uint32 arrays), so no dtype is a subtype of it."""
+    """jax.dtypes.extended: the category of JAX's extended dtypes; fnad's one is the
+    typed PRNG key dtype (KEY_DTYPE)."""
 
 
 class prng_key(extended):  # noqa: N801
-    """jax.dtypes.prng_key: the category of typed PRNG key dtypes; fnad's keys are raw
-    uint32 arrays, so no dtype is a subtype of it."""
+    """jax.dtypes.prng_key: the category of typed PRNG key dtypes (KEY_DTYPE)."""
+
+
+class KeyDType:
+    """The dtype of typed PRNG key arrays (fnad.prng.PRNGKeyArray): key<fry>, one
+    threefry2x32 key (two uint32 words) per element. Not a NumPy dtype: `np.dtype` of it
+    fails, as in jax; `issubdtype(KEY_DTYPE, prng_key)` is True."""
+
+    name = "key<fry>"
+    itemsize = 8
+    type = prng_key
+    impl = "threefry2x32"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, KeyDType)
+
+    def __hash__(self) -> int:
+        return hash(KeyDType)
+
+
+KEY_DTYPE = KeyDType()
 
 
 def itemsize_bits(dtype: Any) -> int:

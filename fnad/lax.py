@@ -536,3 +536,6 @@ def _export_primitives():
 
 _export_primitives()
 linear_solve_p = custom_linear_solve_p  # noqa: F405  (JAX's name for it)
+
+from fnad import prng as _prng  # noqa: E402
+_prng.install(globals(), "lax")     # slice, concatenate, select_n ... also take typed keys

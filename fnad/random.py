@@ -10,9 +10,10 @@ draws, so they track jax's values to a few ulp; poisson, binomial and multinomia
 (jax's rejection and inversion samplers, the same counts for the same key) are in
 fnad/_random_counts.py.
 
-Keys are always *raw* uint32[2] arrays (jax's legacy `PRNGKey` form). `key(seed)`
-returns that same raw array: fnad has no typed key dtype (jax's `key` returns a
-scalar of dtype key<fry>), so `key_data(k)` is the identity here.
+Keys come in jax's two forms. `PRNGKey(seed)` gives a *raw* key, a uint32[2] array;
+`key(seed)` gives a *typed* key, a 0-d array of dtype key<fry> (fnad.prng.PRNGKeyArray)
+over those same two words. Every function here takes either; split, fold_in and clone
+answer in the form they were given. `key_data` and `wrap_key_data` convert.
 
 Bits follow jax 0.10's default `jax_threefry_partitionable=True` (counters are the
 flat index as a uint64 split into hi/lo words, the two hash outputs xor-ed); set
@@ -34,6 +35,7 @@ import numpy as np
 
 from fnad import dtypes as _dtypes
 from fnad import lax
+from fnad import prng as _prng
 from fnad import numpy as jnp
 from fnad.config import config
 
@@ -91,6 +93,12 @@ def threefry_2x32(key, count):
 
 # ---- keys --------------------------------------------------------------------------------
 def _check_key(name: str, key):
+    """The raw uint32[2] words of one key, raw or typed."""
+    if _prng.is_key_array(key):
+        if key.shape:
+            raise ValueError(f"{name} accepts a single key, but was given a key array of "
+                             f"shape {key.shape} != (). Use fnad.vmap for batching.")
+        key = key._base
     k = jnp.asarray(key)
     if k.shape != (2,) or k.dtype != _U32:
         raise TypeError(f"{name}: expected a raw PRNG key of shape (2,) and dtype uint32 "
@@ -109,16 +117,20 @@ def PRNGKey(seed) -> jnp.ndarray:
     With jax_enable_x64 the 64-bit seed splits into [hi, lo] words; without it the
     seed is first wrapped to int32 (so the high word is 0), exactly as jax does.
     """
+    return _seed_words(seed, "PRNGKey")
+
+
+def _seed_words(seed, name: str):
     if isinstance(seed, (bool, np.bool_)) or (
             not isinstance(seed, (int, np.integer)) and not hasattr(seed, "dtype")):
-        raise TypeError(f"PRNGKey: seed must be an integer, got {type(seed).__name__}")
+        raise TypeError(f"{name}: seed must be an integer, got {type(seed).__name__}")
     if hasattr(seed, "dtype") and not isinstance(seed, np.integer):
         s = jnp.asarray(seed)
         if s.ndim:
-            raise TypeError(f"PRNGKey accepts a scalar seed, but was given an array of "
+            raise TypeError(f"{name} accepts a scalar seed, but was given an array of "
                             f"shape {s.shape} != (). Use vmap for batching")
         if not _dtypes.is_int(s.dtype):
-            raise TypeError(f"PRNGKey: seed must be an integer, got dtype {s.dtype}")
+            raise TypeError(f"{name}: seed must be an integer, got dtype {s.dtype}")
         lo = lax.convert_element_type(s, np.uint32)                   # wraps mod 2**32
         if s.dtype.itemsize == 8:
             hi = lax.convert_element_type(lax.shift_right_logical(s, 32), np.uint32)
@@ -127,19 +139,28 @@ def PRNGKey(seed) -> jnp.ndarray:
         return jnp.stack([hi, lo])
     seed = int(seed)
     if not -2 ** 63 <= seed < 2 ** 63:
-        raise OverflowError(f"PRNGKey: seed {seed} does not fit in int64")
+        raise OverflowError(f"{name}: seed {seed} does not fit in int64")
     u = seed % 2 ** 64
     hi = u >> 32 if config.jax_enable_x64 else 0                      # x32: seed is int32
     return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
 
 
-def key(seed) -> jnp.ndarray:
-    """Same as PRNGKey: fnad has no typed key arrays, so this is a raw uint32[2] key."""
-    return PRNGKey(seed)
+def key(seed) -> _prng.PRNGKeyArray:
+    """A typed key (a 0-d array of dtype key<fry>) from an integer seed, as jax.random.key:
+    the words of PRNGKey(seed)."""
+    return _prng.PRNGKeyArray(_seed_words(seed, "key"))
+
+
+def _as_given(key, words):
+    """`words` (raw keys) in the form `key` came in: typed if it was typed."""
+    return _prng.PRNGKeyArray(words) if _prng.is_key_array(key) else words
 
 
 def key_data(keys) -> jnp.ndarray:
-    """The uint32 words of a key (the identity: fnad keys are already raw)."""
+    """The uint32 words of keys, uint32[..., 2]: a typed key array's base, or raw keys as
+    they are."""
+    if _prng.is_key_array(keys):
+        return keys._base
     k = jnp.asarray(keys)
     if k.dtype != _U32 or not k.shape or k.shape[-1] != 2:
         raise TypeError(f"key_data: expected raw keys of shape (..., 2) and dtype uint32, "
@@ -164,9 +185,10 @@ def split(key, num: int | Sequence[int] = 2) -> jnp.ndarray:
     if config.jax_threefry_partitionable:
         c_hi, c_lo = _iota_2x32(shape)
         b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
-        return jnp.stack([b0, b1], axis=len(shape))                   # [*shape, 2]
+        return _as_given(key, jnp.stack([b0, b1], axis=len(shape)))  # [*shape, 2]
     n = math.prod(shape)
-    return lax.reshape(threefry_2x32(k, lax.iota(np.uint32, 2 * n)), (*shape, 2))
+    return _as_given(key, lax.reshape(threefry_2x32(k, lax.iota(np.uint32, 2 * n)),
+                                      (*shape, 2)))
 
 
 def fold_in(key, data) -> jnp.ndarray:
@@ -180,7 +202,7 @@ def fold_in(key, data) -> jnp.ndarray:
     else:
         d = lax.convert_element_type(jnp.asarray(data), np.uint32)
     count = jnp.stack([jnp.zeros((), _U32), d])                       # threefry_seed(data)
-    return threefry_2x32(k, count)
+    return _as_given(key, threefry_2x32(k, count))
 
 
 # ---- bits ----------------------------------------------------------------------------------
@@ -297,6 +319,7 @@ def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0.0, maxval=1.0):
 
 def normal(key, shape: Sequence[int] = (), dtype=None):
     """Standard normal floats: sqrt(2) * erf_inv(u), u ~ uniform(nextafter(-1, 0), 1)."""
+    key = _check_key("normal", key)
     dtype = _float_dtype("normal", dtype)
     lo = float(np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype)))
     u = uniform(key, shape, dtype, lo, 1.0)
@@ -305,12 +328,14 @@ def normal(key, shape: Sequence[int] = (), dtype=None):
 
 def exponential(key, shape: Sequence[int] = (), dtype=None):
     """Exponential(1) floats: -log1p(-u)."""
+    key = _check_key("exponential", key)
     dtype = _float_dtype("exponential", dtype)
     return lax.neg(lax.log1p(lax.neg(uniform(key, shape, dtype))))
 
 
 def gumbel(key, shape: Sequence[int] = (), dtype=None):
     """Standard Gumbel floats: -log(-log(u)), u ~ uniform(tiny, 1) (jax's mode='low')."""
+    key = _check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     tiny = float(_dtypes.finfo(dtype).tiny)
     return lax.neg(lax.log(lax.neg(lax.log(uniform(key, shape, dtype, tiny, 1.0)))))
@@ -509,29 +534,33 @@ def clone(key):
 
 
 def key_impl(keys) -> str:
-    """The PRNG implementation of `keys`: always 'threefry2x32' (the spec's name, which is
-    what jax's PRNGSpec prints as)."""
+    """The PRNG implementation of `keys` (raw or typed): always 'threefry2x32' (the spec's
+    name, which is what jax's PRNGSpec prints as)."""
     key_data(keys)
     return "threefry2x32"
 
 
-def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-    """Keys from their uint32 words: the identity on raw uint32[..., 2] keys (fnad has no
-    typed key arrays, so this returns raw keys, not jax's key<fry> scalars)."""
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> _prng.PRNGKeyArray:
+    """Typed keys over raw key words uint32[..., 2] (the array's leading shape), as
+    jax.random.wrap_key_data."""
     if dtype is not None and impl is not None:
         raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
                          "fnad.random.wrap_key_data")
     spec = impl if impl is not None else dtype
-    if spec is not None and str(spec) != "threefry2x32":
+    if spec is not None and str(spec) not in ("threefry2x32", "key<fry>"):
         raise NotImplementedError(f"wrap_key_data: fnad.random only has the threefry2x32 "
                                   f"PRNG, not {spec}")
-    return key_data(key_bits_array)
+    if _prng.is_key_array(key_bits_array):
+        raise TypeError("wrap_key_data: the argument is already a typed key array")
+    return _prng.wrap(jnp.asarray(key_bits_array))
 
 
 def key_dtype(impl_spec=None):
-    """Not available: fnad has no typed key dtype (keys are raw uint32[..., 2] arrays)."""
-    raise NotImplementedError("fnad.random.key_dtype: fnad has no typed key dtype; keys are "
-                              "raw uint32 arrays of shape (..., 2), dtype uint32")
+    """The dtype of typed keys, key<fry> (fnad has the threefry2x32 PRNG only)."""
+    if impl_spec is not None and str(impl_spec) != "threefry2x32":
+        raise NotImplementedError(f"key_dtype: fnad.random only has the threefry2x32 PRNG, "
+                                  f"not {impl_spec}")
+    return _prng.KEY_DTYPE
 
 
 # the other distributions (fnad/_random_dists.py imports the samplers above)

@@ -121,6 +121,9 @@ def test_dtypes_extras_match_jax():
     for x in (np.float32(1), 3, True, 1j, fnp.ones(2, d.bfloat16), fnp.int32(2)):
         want = jd.scalar_type_of(x if not isinstance(x, fnad.Array) else np.asarray(x))
         assert d.scalar_type_of(x) is want
-    # fnad's keys are uint32 arrays: not of the (extended) key category
-    assert not d.issubdtype(fnad.random.key(0).dtype, d.prng_key)
+    # typed keys are of the (extended) key category; raw keys are uint32 arrays
+    assert d.issubdtype(fnad.random.key(0).dtype, d.prng_key)
+    assert d.issubdtype(fnad.random.key(0).dtype, d.extended)
+    assert not d.issubdtype(fnad.random.PRNGKey(0).dtype, d.prng_key)
+    assert not d.issubdtype(fnad.random.key(0).dtype, np.integer)
     assert issubclass(d.prng_key, d.extended)

@@ -168,11 +168,14 @@ def test_key_helpers():
     k = fr.PRNGKey(3)
     assert fr.clone(k) is k
     assert fr.key_impl(k) == str(jr.key_impl(jr.PRNGKey(3))) == "threefry2x32"
-    np.testing.assert_array_equal(a(fr.wrap_key_data(np.array([0, 3], np.uint32))), a(k))
-    np.testing.assert_array_equal(a(fr.wrap_key_data(a(k), impl="threefry2x32")), a(k))
+    wrapped = fr.wrap_key_data(np.array([0, 3], np.uint32))          # typed, as in jax
+    assert wrapped.shape == () and str(wrapped.dtype) == "key<fry>"
+    np.testing.assert_array_equal(a(fr.key_data(wrapped)), a(k))
+    np.testing.assert_array_equal(a(fr.key_data(fr.wrap_key_data(a(k), impl="threefry2x32"))),
+                                  a(k))
     raises_with(lambda: fr.wrap_key_data(a(k), impl="rbg"), "threefry2x32",
                 exc=NotImplementedError)
-    raises_with(fr.key_dtype, "raw uint32", exc=NotImplementedError)
+    assert fr.key_dtype() == wrapped.dtype and str(fr.key_dtype()) == str(jr.key_dtype())
 
 
 # ---- errors ----------------------------------------------------------------------------------

@@ -148,3 +148,6 @@ from fnad.numpy import fft  # noqa: E402,F401  (jnp.fft, as jax.numpy.fft)
 
 from fnad.numpy._ufunc_class import _builtin_ufuncs, frompyfunc, ufunc  # noqa: E402
 _builtin_ufuncs(globals())    # add, multiply, maximum ... become ufuncs (reduce, at, outer)
+
+from fnad import prng as _prng  # noqa: E402
+_prng.install(globals(), "numpy")   # reshape, stack, where ... also take typed PRNG keys
