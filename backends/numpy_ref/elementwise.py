@@ -34,6 +34,18 @@ def quietly(fn):
     return impl
 
 
+def quiet_for_bfloat16(fn):
+    """`fn(a, b)`, run `quietly` where `a` is bfloat16 (ml_dtypes, kind 'V'): ml_dtypes'
+    comparisons of a NaN raise NumPy's 'invalid value' warning (signalling compares); NumPy's
+    own float comparisons are quiet, so they skip the extra cost."""
+    quiet = quietly(fn)
+
+    def impl(a, b):
+        return quiet(a, b) if getattr(a, "dtype", np.dtype(np.int8)).kind == "V" else fn(a, b)
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    return impl
+
+
 def _special():
     from scipy import special   # imported on first use: it is slow to import
     return special
@@ -261,8 +273,8 @@ impl_rules[ew.rem_p] = quietly(np.fmod)
 impl_rules[ew.pow_p] = quietly(np.power)
 impl_rules[ew.integer_pow_p] = quietly(_integer_pow)
 impl_rules[ew.square_p] = quietly(np.square)
-impl_rules[ew.max_p] = np.maximum
-impl_rules[ew.min_p] = np.minimum
+impl_rules[ew.max_p] = quiet_for_bfloat16(np.maximum)
+impl_rules[ew.min_p] = quiet_for_bfloat16(np.minimum)
 impl_rules[ew.abs_p] = np.abs
 impl_rules[ew.sign_p] = quietly(np.sign)
 impl_rules[ew.floor_p] = np.floor

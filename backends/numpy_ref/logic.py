@@ -5,7 +5,7 @@ import numpy as np
 
 from fnad import dtypes
 from fnad.backends.numpy_ref import impl_rules
-from fnad.backends.numpy_ref.elementwise import quietly
+from fnad.backends.numpy_ref.elementwise import quiet_for_bfloat16, quietly
 from fnad.primitives import logic as lg
 
 
@@ -58,12 +58,12 @@ def _convert_element_type(x, *, new_dtype, weak_type):
     return x.astype(new_dtype)
 
 
-impl_rules[lg.eq_p] = np.equal
-impl_rules[lg.ne_p] = np.not_equal
-impl_rules[lg.lt_p] = np.less
-impl_rules[lg.le_p] = np.less_equal
-impl_rules[lg.gt_p] = np.greater
-impl_rules[lg.ge_p] = np.greater_equal
+impl_rules[lg.eq_p] = quiet_for_bfloat16(np.equal)
+impl_rules[lg.ne_p] = quiet_for_bfloat16(np.not_equal)
+impl_rules[lg.lt_p] = quiet_for_bfloat16(np.less)
+impl_rules[lg.le_p] = quiet_for_bfloat16(np.less_equal)
+impl_rules[lg.gt_p] = quiet_for_bfloat16(np.greater)
+impl_rules[lg.ge_p] = quiet_for_bfloat16(np.greater_equal)
 impl_rules[lg.is_finite_p] = np.isfinite
 impl_rules[lg.and_p] = np.bitwise_and
 impl_rules[lg.or_p] = np.bitwise_or
