@@ -636,7 +636,16 @@ class Tracer:
         return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
 
-class Array:
+class _ArrayType(type):
+    """Array's metaclass: `isinstance(x, Array)` is also True for a Tracer, as
+    `isinstance(tracer, jax.Array)` is in jax (user code tests for arrays so, under
+    transformations too). Code that means a concrete array asks `type(x) is Array`."""
+
+    def __instancecheck__(cls, x) -> bool:
+        return type.__instancecheck__(cls, x) or isinstance(x, Tracer)
+
+
+class Array(metaclass=_ArrayType):
     """An fnad array: one backend buffer plus its abstract value."""
 
     __slots__ = ("_value", "aval", "_backend", "__weakref__")

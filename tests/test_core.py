@@ -73,3 +73,19 @@ def test_import_fnad_loads_no_compiler_and_no_backend():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_tracers_are_instances_of_array():
+    """As `isinstance(tracer, jax.Array)` in jax: ported code tests for arrays so."""
+    seen = []
+
+    def f(x):
+        seen.append(isinstance(x, fnad.Array))
+        return x * x
+
+    fnad.jit(f)(fnad.numpy.ones(2))
+    fnad.grad(f)(1.0)
+    fnad.vmap(f)(fnad.numpy.ones(3))
+    assert seen == [True, True, True]
+    assert isinstance(fnad.numpy.ones(2), fnad.Array) and not isinstance(1.0, fnad.Array)
+    assert not isinstance(np.ones(2), fnad.Array)
