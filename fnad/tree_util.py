@@ -374,7 +374,10 @@ class PyTreeDef:
 
     def node_data(self) -> tuple[type, Any] | None:
         """`(node type, aux data)` of the root, or None for a leaf."""
-        return None if self._t is None else (self._t[0].type, self._t[1])
+        if self._t is None:
+            return None
+        nd, aux = self._t[0], self._t[1]
+        return (nd.type, list(aux) if nd is _DICT else aux)  # JAX gives a dict's keys as a list
 
     def unflatten(self, leaves: Iterable[Any]) -> Any:
         """Rebuild a pytree of this structure from `leaves` (in flatten order)."""
@@ -565,7 +568,10 @@ def _describe_value(x: Any) -> str:
 def _up_to(t: tuple, x: Any, out: list) -> None:
     nd, aux_t, kids, _ = t
     if _dispatch_get(type(x)) is not nd:
-        raise _Mismatch(f"expected {_describe_def(t)}, got {_describe_value(x)}")
+        want, got = _describe_def(t), _describe_value(x)
+        if want == got:  # two node types of one name (e.g. namedtuples)
+            got = f"{got} of a different type with the same name, {type(x)!r}"
+        raise _Mismatch(f"expected {want}, got {got}")
     children = None
     if nd is _DICT and len(x) == len(aux_t):
         # Same size and every expected key present means the same key set: no sort needed.
@@ -714,9 +720,14 @@ def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
 def tree_broadcast(prefix_tree: Any, full_tree: Any,
                    is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """`prefix_tree` spread to the structure of `full_tree`: each of its leaves repeated
-    over the leaves of the subtree it covers (`broadcast_prefix`, as a tree)."""
-    return tree_structure(full_tree).unflatten(
-        broadcast_prefix(prefix_tree, full_tree, is_leaf))
+    over the leaves of the subtree it covers. Unlike `broadcast_prefix` (and as in JAX),
+    a None in the prefix is a node, matching only a None; `is_leaf` can make it a leaf."""
+    prefix_leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _flatten_up_to_checked(prefix_def, full_tree, "the full tree",
+                                      "the prefix tree")
+    leaves = [p for p, sub in zip(prefix_leaves, subtrees, strict=True)
+              for _ in range(tree_structure(sub).num_leaves)]
+    return tree_structure(full_tree).unflatten(leaves)
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:

@@ -498,7 +498,11 @@ def test_one_level_static_broadcast_and_associative_reduce():
     with pytest.raises(ValueError, match="can't tree-flatten"):
         tu.flatten_one_level(1.0)
     assert tu.tree_broadcast((1, 2), ((3, 4), {"a": 5})) == ((1, 1), {"a": 2})
-    assert fnad.tree.broadcast((1, None), ((3, 4), 5)) == ((1, 1), None)
+    # as jax: a None in the prefix is a node (matching only None) unless is_leaf says so
+    assert fnad.tree.broadcast((1, None), ((3, 4), 5),
+                               is_leaf=lambda x: x is None) == ((1, 1), None)
+    with pytest.raises(ValueError):
+        fnad.tree.broadcast((1, None), ((3, 4), 5))
     calls = []
 
     def add(a, b):

@@ -25,7 +25,7 @@ scale_by_novograd, scale_by_factored_rms, scale_by_sm3, scale_by_sign, scale_by_
 centralize, clip, clip_by_block_rms, clip_by_global_norm, zero_nans,
 keep_params_nonnegative, add_decayed_weights, add_noise; with _base.py's scale,
 scale_by_schedule, scale_by_learning_rate, identity, set_to_zero, stateless,
-stateless_with_tree_map, chain, apply_updates, global_norm.
+stateless_with_tree_map, chain, named_chain, apply_updates, global_norm.
 
 Wrappers (_wrappers.py): masked (MaskedState, MaskedNode), multi_transform / partition,
 apply_if_finite, inject_hyperparams (hyperparameters in the state, schedules included),
@@ -52,8 +52,8 @@ from ._alias import __all__ as _alias_all
 from ._base import (
     EmptyState, GradientTransformation, GradientTransformationExtraArgs, Schedule,
     ScalarOrSchedule, ScaleByScheduleState, apply_updates, chain, clip_by_global_norm,
-    global_norm, identity, init_empty_state, scale, scale_by_learning_rate, scale_by_schedule,
-    set_to_zero, stateless, stateless_with_tree_map, with_extra_args_support,
+    global_norm, identity, init_empty_state, named_chain, scale, scale_by_learning_rate,
+    scale_by_schedule, set_to_zero, stateless, stateless_with_tree_map, with_extra_args_support,
 )
 from ._constraints import *  # noqa: F403
 from ._constraints import __all__ as _constraints_all
@@ -81,8 +81,8 @@ __all__ = sorted(set(
         "EmptyState", "GradientTransformation", "GradientTransformationExtraArgs", "Schedule",
         "ScalarOrSchedule", "ScaleByScheduleState", "ScaleState", "apply_updates", "chain",
         "clip_by_global_norm", "global_norm", "identity", "init_empty_state", "losses",
-        "scale", "scale_by_learning_rate", "scale_by_schedule", "set_to_zero", "stateless",
-        "stateless_with_tree_map", "tree_utils", "with_extra_args_support",
+        "named_chain", "scale", "scale_by_learning_rate", "scale_by_schedule", "set_to_zero",
+        "stateless", "stateless_with_tree_map", "tree_utils", "with_extra_args_support",
         "convex_kl_divergence", "cosine_distance", "cosine_similarity", "ctc_loss",
         "ctc_loss_with_forward_probs",
         "generalized_kl_divergence", "hinge_loss", "huber_loss", "kl_divergence", "l2_loss",

@@ -1,12 +1,13 @@
 """fnad.optim._base: the GradientTransformation type, its combinators and shared checks.
 
-Owns GradientTransformation, EmptyState, identity, chain, apply_updates, scale,
+Owns GradientTransformation, EmptyState, identity, chain, named_chain, apply_updates, scale,
 scale_by_schedule, scale_by_learning_rate, global_norm, clip_by_global_norm, set_to_zero,
 stateless, stateless_with_tree_map, and the hyperparameter checks every other module of
 fnad.optim uses. Imports only fnad's public API.
 """
 from __future__ import annotations
 
+import collections
 import inspect
 import math
 from collections.abc import Callable
@@ -183,6 +184,32 @@ def chain(*txs: GradientTransformation) -> GradientTransformation:
     return GradientTransformation(init, update)
 
 
+def named_chain(*named_txs: tuple[str, GradientTransformation]) -> GradientTransformation:
+    """`chain` of `(name, tx)` pairs whose state is an OrderedDict `{name: state}` in the
+    given order (optax.named_chain); update's keyword arguments go to every tx."""
+    names = [pair[0] if isinstance(pair, tuple) and len(pair) == 2 else None
+             for pair in named_txs]
+    for i, (name, pair) in enumerate(zip(names, named_txs, strict=True)):
+        if not isinstance(name, str) or not _is_transformation(pair[1]):
+            raise TypeError(f"named_chain: argument {i} must be a (name, "
+                            f"GradientTransformation) pair, got {pair!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"named_chain: the names must be unique, got {names}")
+    txs = [with_extra_args_support(tx) for _, tx in named_txs]
+
+    def init(params):
+        return collections.OrderedDict(
+            (name, tx.init(params)) for name, tx in zip(names, txs, strict=True))
+
+    def update(grads, state, params=None, **extra_args):
+        new_state = collections.OrderedDict()
+        for name, tx in zip(names, txs, strict=True):
+            grads, new_state[name] = tx.update(grads, state[name], params, **extra_args)
+        return grads, new_state
+
+    return GradientTransformation(init, update)
+
+
 def apply_updates(params: Any, updates: Any) -> Any:
     """p' = p + u leafwise, kept in each parameter's dtype."""
     _check_structure("apply_updates", updates, params, "the params")
@@ -192,12 +219,13 @@ def apply_updates(params: Any, updates: Any) -> Any:
 
 # ---- scaling ----------------------------------------------------------------------------
 def scale(step_size: Any) -> GradientTransformation:
-    """u = step_size · g (no state)."""
+    """u = step_size · g (no state), with the usual promotion (as optax): a Python number
+    keeps g's dtype, a strongly typed float32 array (e.g. an injected learning rate) makes
+    bfloat16/float16 updates float32."""
     _check_hyper("scale", "step_size", step_size)
 
     def update(grads, state, params=None):
-        return tree_util.tree_map(
-            lambda g: jnp.asarray(step_size, dtype=g.dtype) * g, grads), state
+        return tree_util.tree_map(lambda g: step_size * g, grads), state
 
     return GradientTransformation(init_empty_state, update)
 
@@ -223,7 +251,7 @@ def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
     return GradientTransformation(init, update)
 
 
-def scale_by_learning_rate(learning_rate: ScalarOrSchedule | None, *,
+def scale_by_learning_rate(learning_rate: ScalarOrSchedule | None = None, *,
                            flip_sign: bool = True) -> GradientTransformation:
     """u = -η · g (descent), η a number or a schedule η(t); flip_sign=False gives +η · g;
     learning_rate None gives identity() (as optax)."""
@@ -237,11 +265,12 @@ def scale_by_learning_rate(learning_rate: ScalarOrSchedule | None, *,
 
 
 # ---- clipping ---------------------------------------------------------------------------
-def global_norm(tree: Any):
-    """‖g‖ = sqrt(Σ_leaves Σ_i |g_i|²), a scalar."""
+def global_norm(updates: Any):
+    """‖g‖ = sqrt(Σ_leaves Σ_i |g_i|²), a scalar in the leaves' promoted dtype (bfloat16
+    grads give a bfloat16 norm, as optax; an empty tree gives 0.0)."""
     sq = [jnp.sum(jnp.square(jnp.abs(x)) if jnp.iscomplexobj(x) else x * x)
-          for x in tree_util.tree_leaves(tree)]
-    return jnp.sqrt(sum(sq, jnp.zeros([])))
+          for x in tree_util.tree_leaves(updates)]
+    return jnp.sqrt(sum(sq, 0))
 
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:

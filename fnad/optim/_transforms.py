@@ -349,17 +349,29 @@ class ScaleByLionState(NamedTuple):
     mu: Any                                    # pytree like params: the momentum
 
 
-def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype: Any = None
-                  ) -> GradientTransformation:
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype: Any = None,
+                  mode: str = "hard", smooth_beta: float = 1.0) -> GradientTransformation:
     """Lion (Chen et al. 2023): the sign of an interpolated momentum.
 
-        u  = sign((1 - β1) · g + β1 · m)
+        x  = (1 - β1) · g + β1 · m
+        u  = sign(x)                            mode "hard"
+             tanh(smooth_beta · x)              mode "smooth"
+             x if |x| < 1 else sign(x)          mode "refined"
         m' = (1 - β2) · g + β2 · m
     """
     where = "scale_by_lion"
     _beta(where, "b1", b1, closed=True)
     _beta(where, "b2", b2, closed=True)
+    if mode not in ("hard", "smooth", "refined"):
+        raise ValueError(f"{where}: mode must be 'hard', 'smooth' or 'refined', got {mode!r}")
     mu_dtype = _dtype_or_none(mu_dtype)
+
+    def direction(x):
+        if mode == "smooth":
+            return jnp.tanh(smooth_beta * x)
+        if mode == "refined":
+            return jnp.where(jnp.abs(x) < 1.0, x, jnp.sign(x))
+        return jnp.sign(x)
 
     def init(params):
         return ScaleByLionState(count=_zero_count(),
@@ -367,7 +379,7 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype: Any = None
 
     def update(grads, state, params=None):
         _check_structure(f"{where}.update", grads, state.mu, "the momentum mu")
-        updates = tree_map(lambda g, m: jnp.sign((1.0 - b1) * g + b1 * m), grads, state.mu)
+        updates = tree_map(lambda g, m: direction((1.0 - b1) * g + b1 * m), grads, state.mu)
         mu = otu.tree_cast(otu.tree_update_moment(grads, state.mu, b2, 1), mu_dtype)
         return updates, ScaleByLionState(count=_safe_increment(state.count), mu=mu)
 

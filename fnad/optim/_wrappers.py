@@ -77,12 +77,14 @@ def multi_steps(tx: GradientTransformation, every_k: int, *, use_grad_mean: bool
         _check_structure("multi_steps.update", grads, state.acc_grads,
                          "the gradient accumulator")
         n = state.mini_step
+        # Summed in the promoted dtype of grad and accumulator (as optax): a bfloat16
+        # accumulator_dtype rounds what is stored, not the mean handed to tx at the emit.
         if use_grad_mean:
             acc = tree_util.tree_map(
-                lambda g, a: a + (g.astype(a.dtype) - a) / (n + 1).astype(a.dtype),
+                lambda g, a: a + (g - a) / (n + 1).astype(jnp.result_type(g, a)),
                 grads, state.acc_grads)
         else:
-            acc = tree_util.tree_map(lambda g, a: a + g.astype(a.dtype), grads, state.acc_grads)
+            acc = tree_util.tree_map(lambda g, a: a + g, grads, state.acc_grads)
         acc_g = tree_util.tree_map(lambda a, g: a.astype(g.dtype), acc, grads)
         inner_updates, inner_state = tx.update(acc_g, state.inner_opt_state, params)
         emit = n == every_k - 1
@@ -93,7 +95,9 @@ def multi_steps(tx: GradientTransformation, every_k: int, *, use_grad_mean: bool
             inner_opt_state=tree_util.tree_map(
                 lambda old, new: jnp.where(emit, new, old).astype(jnp.asarray(old).dtype),
                 state.inner_opt_state, inner_state),
-            acc_grads=tree_util.tree_map(lambda a: jnp.where(emit, jnp.zeros_like(a), a), acc))
+            acc_grads=tree_util.tree_map(
+                lambda a, old: jnp.where(emit, jnp.zeros_like(a), a).astype(old.dtype),
+                acc, state.acc_grads))
         updates = tree_util.tree_map(lambda u: jnp.where(emit, u, jnp.zeros_like(u)),
                                      inner_updates)
         return updates, new_state
@@ -252,9 +256,10 @@ def partition(transforms: Mapping[Hashable, GradientTransformation], param_label
         labels = param_labels(tree) if callable(param_labels) else param_labels
         label_set = set(tree_util.tree_leaves(labels))
         if not label_set.issubset(transforms.keys()):
+            missing = ", ".join(sorted(map(repr, label_set - set(transforms))))
             raise ValueError(f"multi_transform: some parameters have no transformation: labels "
-                             f"{sorted(map(repr, label_set - set(transforms)))} are not keys "
-                             f"of transforms {sorted(map(repr, transforms))}")
+                             f"[{missing}] are not keys of transforms "
+                             f"[{', '.join(sorted(map(repr, transforms)))}]")
         return labels
 
     def masked_tx(labels, group):
@@ -352,10 +357,10 @@ class WrappedScheduleState(NamedTuple):
 
 def _convert_floats(x: Any, dtype: Any) -> Any:
     """Python / NumPy floats and weakly typed fnad floats to dtype; other values as they are."""
-    if isinstance(x, fnad.Array) and not getattr(x, "weak_type", False):
+    if getattr(x, "weak_type", None) is False:   # a strongly typed fnad array, or tracer
         return x
     current = x.dtype if hasattr(x, "dtype") else np.dtype(type(x))
-    if np.issubdtype(current, np.floating):
+    if jnp.issubdtype(current, jnp.floating):           # jnp's: bfloat16 counts as a float
         return jnp.asarray(x, dtype=dtype)
     return x
 
@@ -414,9 +419,19 @@ def inject_hyperparams(inner_factory: Callable[..., GradientTransformation],
             h_states = {k: WrappedScheduleState(count=_zero_count()) for k in sched_hps}
             hparams.update({k: _convert_floats(f(h_states[k].count), dtype)
                             for k, f in sched_hps.items()})
+            try:
+                inner = inner_factory(**other_hps, **hparams)
+            except ValueError as e:
+                if np.dtype(dtype).itemsize >= 4:
+                    raise
+                # e.g. adam's b2=0.999 is 1.0 in bfloat16 (optax goes on and returns NaN)
+                why = "the params' dtype" if hyperparam_dtype is None else "hyperparam_dtype"
+                raise ValueError(f"{e}; inject_hyperparams cast the hyperparameters to "
+                                 f"{np.dtype(dtype).name} ({why}): pass "
+                                 f"hyperparam_dtype=jnp.float32 to keep them exact") from None
             return InjectStatefulHyperparamsState(
                 count=_zero_count(), hyperparams=hparams, hyperparams_states=h_states,
-                inner_state=inner_factory(**other_hps, **hparams).init(params))
+                inner_state=inner.init(params))
 
         def update(grads, state, params=None, **extra_args):
             dtype = hp_dtype(params)

@@ -30,7 +30,7 @@ Axis = int | tuple[int, ...] | None
 def _check_subdtype(where: str, name: str, x: Any, kind: type) -> None:
     dtype = np.dtype(jnp.asarray(x).dtype) if not isinstance(x, (int, float)) else \
         np.dtype(type(x))
-    if not np.issubdtype(dtype, kind):
+    if not jnp.issubdtype(dtype, kind):                 # jnp's: bfloat16 is a floating dtype
         raise TypeError(f"{where}: {name} must have a {kind.__name__} dtype, got {dtype}")
 
 

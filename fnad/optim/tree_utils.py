@@ -66,9 +66,13 @@ def tree_vdot(tree_x: Any, tree_y: Any) -> Any:
     return functools.reduce(operator.add, vdots, 0)
 
 
-def tree_sum(tree: Any) -> Any:
-    """Σ over every element of every leaf."""
-    return functools.reduce(operator.add, [jnp.sum(x) for x in tree_util.tree_leaves(tree)], 0)
+def tree_sum(tree: Any, associative_reduction: bool = False) -> Any:
+    """Σ over every element of every leaf; the leaf sums added left to right, or pairwise
+    with `associative_reduction=True` (as optax; the rounding may differ slightly)."""
+    sums = [jnp.sum(x) for x in tree_util.tree_leaves(tree)]
+    if associative_reduction:
+        return tree_util.tree_reduce_associative(operator.add, sums, identity=0)
+    return functools.reduce(operator.add, sums, 0)
 
 
 def tree_max(tree: Any) -> Any:
@@ -145,19 +149,38 @@ def tree_cast_like(tree: Any, other_tree: Any) -> Any:
 
 
 def tree_dtype(tree: Any, mixed_dtype_handler: str | None = None) -> Any:
-    """The common dtype of the leaves: the only one, or with 'highest' / 'lowest' the widest
-    / narrowest (by promotion) of several. An empty tree gives float32."""
-    dtypes = {np.dtype(jnp.asarray(x).dtype) for x in tree_util.tree_leaves(tree)}
+    """The common dtype of the leaves (as optax): the only one (None), or of several the
+    'promote'd one (jnp.promote_types), or the 'highest' / 'lowest' where each pair of
+    dtypes is ordered by promotion (a pair neither promotes to, like bfloat16 and float16,
+    is a ValueError). An empty tree gives float32."""
+    dtypes = [np.dtype(jnp.asarray(x).dtype) for x in tree_util.tree_leaves(tree)]
     if not dtypes:
         return np.dtype(np.float32)
-    if len(dtypes) == 1:
-        return dtypes.pop()
+    if mixed_dtype_handler is None:
+        if len(set(dtypes)) > 1:
+            raise ValueError(f"tree_dtype: the leaves have several dtypes "
+                             f"{sorted(set(map(str, dtypes)))}; pass mixed_dtype_handler="
+                             f"'promote', 'highest' or 'lowest'")
+        return dtypes[0]
+    if mixed_dtype_handler == "promote":
+        return np.dtype(functools.reduce(jnp.promote_types, dtypes))
     if mixed_dtype_handler == "highest":
-        return functools.reduce(np.promote_types, dtypes)
+        return functools.reduce(lambda a, b: b if _lower_dtype(a, b) == a else a, dtypes)
     if mixed_dtype_handler == "lowest":
-        return min(dtypes, key=lambda d: (d.itemsize, d.kind != "f"))
-    raise ValueError(f"tree_dtype: the leaves have several dtypes {sorted(map(str, dtypes))}; "
-                     f"pass mixed_dtype_handler='highest' or 'lowest'")
+        return functools.reduce(_lower_dtype, dtypes)
+    raise ValueError(f"tree_dtype: mixed_dtype_handler must be None, 'promote', 'highest' or "
+                     f"'lowest', got {mixed_dtype_handler!r}")
+
+
+def _lower_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
+    """The one of a, b that promotes to the other (jnp's promotion lattice)."""
+    promoted = jnp.promote_types(a, b)
+    if promoted == a:
+        return b
+    if promoted == b:
+        return a
+    raise ValueError(f"tree_dtype: cannot order dtypes {a} and {b}: neither promotes to the "
+                     f"other (jnp.promote_types gives {np.dtype(promoted)})")
 
 
 def tree_split_key_like(rng_key: Any, target_tree: Any) -> Any:
