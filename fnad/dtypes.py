@@ -12,6 +12,11 @@ Promotion follows JAX's lattice (see JAX's "Type promotion semantics"), not NumP
           u8 -> i16,  u16 -> i32,  u32 -> i64   (u32 -> i32 when x64 is off)
     f* -> bf16 -> f32,  f* -> f16 -> f32,  f32 -> f64 -> c128
     f* -> c* -> c64 -> c128,  f32 -> c64
+    i* -> i4, u4, i2, u2, i1, u1      f* -> each float8 / float6 / float4 type
+
+The narrow types of ml_dtypes (float8_e4m3fn ... float4_e2m1fn, int4 ... uint1) are dead
+ends, as in JAX: they promote with bool, the weak types and (the floats) any integer, but
+with no other type of their size or wider: float8_e4m3fn + float16 is an error, not float16.
 
 ``i* f* c*`` are the weak types of Python int/float/complex. The result of promoting a set of
 types is their least upper bound on this graph, precomputed for every pair at import.
@@ -32,7 +37,10 @@ __all__ = [
     "dtype", "finfo", "float0", "float16", "float32", "float64", "floating", "generic", "iinfo",
     "inexact", "int8", "int16", "int32", "int64", "integer", "is_bool", "is_complex",
     "is_float", "is_inexact", "is_int", "is_weakly_typed", "issubdtype", "itemsize_bits",
-    "extended", "number", "prng_key", "scalar_type_of",
+    "extended", "number", "prng_key", "scalar_type_of", *(
+        "float8_e4m3fn float8_e5m2 float8_e4m3fnuz float8_e5m2fnuz float8_e4m3b11fnuz "
+        "float8_e3m4 float8_e4m3 float8_e8m0fnu float6_e2m3fn float6_e3m2fn float4_e2m1fn "
+        "int4 uint4 int2 uint2 int1 uint1").split(),
     "promote_types", "result_type", "short_name", "signedinteger", "to_inexact_dtype", "uint8",
     "uint16", "uint32", "uint64", "unsignedinteger",
 ]
@@ -44,6 +52,16 @@ int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 bfloat16 = ml_dtypes.bfloat16
 float16, float32, float64 = np.float16, np.float32, np.float64
 complex64, complex128 = np.complex64, np.complex128
+# ml_dtypes' narrow types (jax.numpy exports the same): computed by upcasting, element by
+# element, and rounding back, on every backend
+float8_e4m3fn, float8_e5m2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+float8_e4m3fnuz, float8_e5m2fnuz = ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz
+float8_e4m3b11fnuz, float8_e3m4 = ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e3m4
+float8_e4m3, float8_e8m0fnu = ml_dtypes.float8_e4m3, ml_dtypes.float8_e8m0fnu
+float6_e2m3fn, float6_e3m2fn = ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn
+float4_e2m1fn = ml_dtypes.float4_e2m1fn
+int4, uint4, int2, uint2 = ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.int2, ml_dtypes.uint2
+int1, uint1 = ml_dtypes.int1, ml_dtypes.uint1
 
 # The tangent dtype of int and bool values: a zero-size struct, so a tangent of an integer
 # array carries shape but no data and cannot be mixed into arithmetic by accident.
@@ -63,15 +81,25 @@ _I8, _I16, _I32, _I64 = (np.dtype(t) for t in (int8, int16, int32, int64))
 _BF16, _F16, _F32, _F64 = (np.dtype(t) for t in (bfloat16, float16, float32, float64))
 _C64, _C128 = np.dtype(complex64), np.dtype(complex128)
 
+_NARROW_FLOATS = tuple(np.dtype(t) for t in (
+    float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz,
+    float8_e3m4, float8_e4m3, float8_e8m0fnu, float6_e2m3fn, float6_e3m2fn, float4_e2m1fn))
+_NARROW_SIGNED = tuple(np.dtype(t) for t in (int4, int2, int1))
+_NARROW_UNSIGNED = tuple(np.dtype(t) for t in (uint4, uint2, uint1))
+_NARROW = frozenset(_NARROW_FLOATS + _NARROW_SIGNED + _NARROW_UNSIGNED)
+
 _ALL_DTYPES = (_B1, _U8, _U16, _U32, _U64, _I8, _I16, _I32, _I64,
-               _BF16, _F16, _F32, _F64, _C64, _C128)
-_SUPPORTED = frozenset(_ALL_DTYPES) | {float0}
+               _BF16, _F16, _F32, _F64, _C64, _C128,
+               *_NARROW_FLOATS, *_NARROW_SIGNED, *_NARROW_UNSIGNED)
+# int4 & co. take part in promotion (promote_types answers as jax) but make no arrays yet:
+# NumPy's ufuncs on them (ml_dtypes) answer int8 or float16 rather than wrapping.
+_SUPPORTED = frozenset(_ALL_DTYPES) - set(_NARROW_SIGNED + _NARROW_UNSIGNED) | {float0}
 _TO_32BIT = {_I64: _I32, _U64: _U32, _F64: _F32, _C128: _C64}
 
-_SIGNED = frozenset({_I8, _I16, _I32, _I64})
-_UNSIGNED = frozenset({_U8, _U16, _U32, _U64})
+_SIGNED = frozenset({_I8, _I16, _I32, _I64, *_NARROW_SIGNED})
+_UNSIGNED = frozenset({_U8, _U16, _U32, _U64, *_NARROW_UNSIGNED})
 _INTS = _SIGNED | _UNSIGNED
-_FLOATS = frozenset({_BF16, _F16, _F32, _F64})
+_FLOATS = frozenset({_BF16, _F16, _F32, _F64, *_NARROW_FLOATS})
 _COMPLEXES = frozenset({_C64, _C128})
 
 _SHORT_NAMES = {
@@ -79,6 +107,8 @@ _SHORT_NAMES = {
     _I8: "i8", _I16: "i16", _I32: "i32", _I64: "i64",
     _BF16: "bf16", _F16: "f16", _F32: "f32", _F64: "f64", _C64: "c64", _C128: "c128",
     float0: "float0",
+    **{d: {"int4": "i4", "uint4": "u4", "int2": "i2", "uint2": "u2", "int1": "i1",
+           "uint1": "u1"}.get(d.name, "f" + d.name[5:]) for d in _NARROW},   # f8_e4m3fn
 }
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -142,9 +172,13 @@ def dtype(x: Any) -> np.dtype:
             dt = getattr(aval, "dtype", None)
         dt = _np_dtype_or_error(x) if dt is None else _np_dtype_or_error(dt, orig=x)
     if dt not in _SUPPORTED:
+        if dt in _NARROW:
+            raise TypeError(f"fnad does not support arrays of dtype {dt} (from {x!r}) yet: of "
+                            "the narrow types it has the 8-, 6- and 4-bit floats, not the 4-, "
+                            "2- and 1-bit integers")
         raise TypeError(
             f"fnad does not support dtype {dt} (from {x!r}); supported dtypes are "
-            f"{', '.join(sorted(str(d) for d in _ALL_DTYPES))} and float0."
+            f"{', '.join(sorted(str(d) for d in _SUPPORTED if d is not float0))} and float0."
         )
     return dt
 
@@ -188,11 +222,16 @@ def canonicalize_dtype(dt: Any) -> np.dtype:
 # ---- the promotion lattice -----------------------------------------------------------------
 # Nodes are ints so that the precomputed tables are plain tuples indexed by two ints.
 (_N_B1, _N_U8, _N_U16, _N_U32, _N_U64, _N_I8, _N_I16, _N_I32, _N_I64,
- _N_BF16, _N_F16, _N_F32, _N_F64, _N_C64, _N_C128, _N_IW, _N_FW, _N_CW) = range(18)
+ _N_BF16, _N_F16, _N_F32, _N_F64, _N_C64, _N_C128) = range(15)
+_N_NARROW_FLOATS = tuple(range(15, 15 + len(_NARROW_FLOATS)))
+_N_NARROW_INTS = tuple(range(_N_NARROW_FLOATS[-1] + 1, len(_ALL_DTYPES)))
+_N_IW, _N_FW, _N_CW = range(len(_ALL_DTYPES), len(_ALL_DTYPES) + 3)
+_N_NODES = len(_ALL_DTYPES) + 3
 _N_WEAK = frozenset({_N_IW, _N_FW, _N_CW})
 _NODE_OF = {dt: i for i, dt in enumerate(_ALL_DTYPES)}  # strong nodes only
 _NODE_NAMES = ("b1", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64",
-               "bf16", "f16", "f32", "f64", "c64", "c128", "i*", "f*", "c*")
+               "bf16", "f16", "f32", "f64", "c64", "c128",
+               *(_SHORT_NAMES[d] for d in _ALL_DTYPES[15:]), "i*", "f*", "c*")
 
 
 def _lattice_edges(x64: bool, strict: bool = False) -> dict[int, tuple[int, ...]]:
@@ -200,14 +239,16 @@ def _lattice_edges(x64: bool, strict: bool = False) -> dict[int, tuple[int, ...]
     lattice (``jax_numpy_dtype_promotion="strict"``) links only the weak types: i* to f* and
     to every integer type, f* to c* and every float type, c* to the complex types."""
     if strict:
-        edges: dict[int, tuple[int, ...]] = {n: () for n in range(18)}
-        edges[_N_IW] = (_N_FW, _N_U8, _N_U16, _N_U32, _N_U64, _N_I8, _N_I16, _N_I32, _N_I64)
-        edges[_N_FW] = (_N_CW, _N_BF16, _N_F16, _N_F32, _N_F64)
+        edges: dict[int, tuple[int, ...]] = {n: () for n in range(_N_NODES)}
+        edges[_N_IW] = (_N_FW, _N_U8, _N_U16, _N_U32, _N_U64, _N_I8, _N_I16, _N_I32, _N_I64,
+                        *_N_NARROW_INTS)
+        edges[_N_FW] = (_N_CW, _N_BF16, _N_F16, _N_F32, _N_F64, *_N_NARROW_FLOATS)
         edges[_N_CW] = (_N_C64, _N_C128)
         return edges
     return {
+        **{n: () for n in _N_NARROW_FLOATS + _N_NARROW_INTS},         # dead ends
         _N_B1: (_N_IW,),
-        _N_IW: (_N_U8, _N_I8),
+        _N_IW: (_N_U8, _N_I8, *_N_NARROW_INTS),
         _N_U8: (_N_U16, _N_I16),
         _N_U16: (_N_U32, _N_I32),
         # Without x64, u32 meeting a signed int must not create an int64 that canonicalization
@@ -218,7 +259,7 @@ def _lattice_edges(x64: bool, strict: bool = False) -> dict[int, tuple[int, ...]
         _N_I16: (_N_I32,),
         _N_I32: (_N_I64,),
         _N_I64: (_N_FW,),
-        _N_FW: (_N_BF16, _N_F16, _N_CW),
+        _N_FW: (_N_BF16, _N_F16, _N_CW, *_N_NARROW_FLOATS),
         _N_BF16: (_N_F32,),
         _N_F16: (_N_F32,),
         _N_F32: (_N_F64, _N_C64),
@@ -230,11 +271,11 @@ def _lattice_edges(x64: bool, strict: bool = False) -> dict[int, tuple[int, ...]
 
 
 def _lub_table(x64: bool, strict: bool = False) -> tuple[tuple[int, ...], ...]:
-    """table[a][b] = least upper bound of nodes a and b (18 x 18); -1 where the strict
-    lattice has none."""
+    """table[a][b] = least upper bound of nodes a and b; -1 where there is none (the strict
+    lattice, and the narrow types)."""
     edges = _lattice_edges(x64, strict)
     upper: dict[int, set[int]] = {}
-    for n in range(18):  # transitive closure by graph search
+    for n in range(_N_NODES):  # transitive closure by graph search
         seen, todo = {n}, [n]
         while todo:
             for m in edges[todo.pop()]:
@@ -243,13 +284,14 @@ def _lub_table(x64: bool, strict: bool = False) -> tuple[tuple[int, ...], ...]:
                     todo.append(m)
         upper[n] = seen
     table = []
-    for a in range(18):
+    narrow = set(_N_NARROW_FLOATS + _N_NARROW_INTS)
+    for a in range(_N_NODES):
         row = []
-        for b in range(18):
+        for b in range(_N_NODES):
             common = upper[a] & upper[b]
             # The least common bound is the one every other common bound lies above.
             least = [c for c in common if common <= upper[c]]
-            if strict and not least:
+            if not least and (strict or a in narrow or b in narrow):
                 least = [-1]
             if len(least) != 1:  # guards the edge list above against typos
                 raise AssertionError(f"promotion lattice: no unique lub for {a}, {b}")
@@ -272,10 +314,17 @@ def _promotion_mode(name: str, value: Any) -> None:
 
 
 def _no_promotion_path(names: list[str]) -> TypePromotionError:
+    if _strict:
+        return TypePromotionError(
+            f"Input dtypes ({', '.join(names)}) have no available implicit dtype promotion "
+            "path when jax_numpy_dtype_promotion='strict'. Cast the inputs explicitly to the "
+            "type you want (x.astype(...)), or leave the block of "
+            "fnad.numpy_dtype_promotion('strict').")
     return TypePromotionError(
-        f"Input dtypes ({', '.join(names)}) have no available implicit dtype promotion path "
-        "when jax_numpy_dtype_promotion='strict'. Cast the inputs explicitly to the type you "
-        "want (x.astype(...)), or leave the block of fnad.numpy_dtype_promotion('strict').")
+        f"Input dtypes ({', '.join(names)}) have no available implicit dtype promotion path: "
+        "the narrow types (8-, 6- and 4-bit floats; 4-, 2- and 1-bit integers) promote only "
+        "with bool, Python scalars and (the floats) integers, as in JAX. Cast explicitly, "
+        "e.g. x.astype('float32').")
 
 
 def _weak_node(dt: np.dtype) -> int:
@@ -433,11 +482,20 @@ def _lattice_result(pairs: tuple[tuple[np.dtype, bool], ...]) -> tuple[np.dtype,
 
 
 # ---- predicates and info -------------------------------------------------------------------
-_BF16_PARENTS = frozenset({bfloat16, np.floating, np.inexact, np.number, np.generic})
+# ml_dtypes' types derive from np.generic only: where they sit in NumPy's hierarchy
+_ML_PARENTS = {
+    **{d.type: frozenset({d.type, np.floating, np.inexact, np.number, np.generic})
+       for d in (_BF16, *_NARROW_FLOATS)},
+    **{d.type: frozenset({d.type, np.signedinteger, np.integer, np.number, np.generic})
+       for d in _NARROW_SIGNED},
+    **{d.type: frozenset({d.type, np.unsignedinteger, np.integer, np.number, np.generic})
+       for d in _NARROW_UNSIGNED},
+}
 
 
 def issubdtype(a: Any, b: Any) -> bool:
-    """``np.issubdtype`` that also knows bfloat16 is a floating type.
+    """``np.issubdtype`` that also knows where ml_dtypes' types sit (bfloat16 and float8_*
+    are floating, int4 is a signed integer...).
 
     ``a``/``b`` are dtype-likes or NumPy's abstract classes (``floating``, ``integer``,
     ``inexact``, ``number``, ...).
@@ -445,9 +503,9 @@ def issubdtype(a: Any, b: Any) -> bool:
     if isinstance(a, KeyDType) or isinstance(b, KeyDType):   # typed PRNG keys
         return isinstance(a, KeyDType) and (isinstance(b, KeyDType) or b in (prng_key, extended))
     a_type = a if isinstance(a, type) and issubclass(a, np.generic) else np.dtype(a).type
-    if a_type is bfloat16:
+    if a_type in _ML_PARENTS:
         b_type = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
-        return b_type in _BF16_PARENTS
+        return b_type in _ML_PARENTS[a_type]
     return bool(np.issubdtype(a_type, b))
 
 
@@ -489,14 +547,18 @@ def itemsize_bits(dtype: Any) -> int:
     """The size of one element of `dtype` in bits (jax.dtypes.itemsize_bits)."""
     if dtype is None:
         raise ValueError("itemsize_bits: dtype cannot be None")
-    return np.dtype(dtype).itemsize * 8
+    dt = np.dtype(dtype)
+    if dt in _NARROW:                                   # float4_e2m1fn: 4, float6_*: 6...
+        return (ml_dtypes.finfo if dt in _NARROW_FLOATS else ml_dtypes.iinfo)(dt).bits
+    return dt.itemsize * 8
 
 
 def scalar_type_of(x: Any) -> type:
     """The Python scalar type (bool, int, float or complex) of x's dtype
     (jax.dtypes.scalar_type_of)."""
     dt = np.dtype(getattr(x, "dtype", None) or np.asarray(x).dtype)
-    kind = "f" if dt == bfloat16 else dt.kind          # ml_dtypes' bfloat16 has kind "V"
+    kind = ("f" if dt in _FLOATS else "i" if dt in _INTS  # ml_dtypes' types have kind "V"
+            else dt.kind)
     for kinds, t in (("b", bool), ("iu", int), ("f", float), ("c", complex)):
         if kind in kinds:
             return t
@@ -518,8 +580,8 @@ def finfo(x: Any) -> Any:
 
 
 def iinfo(x: Any) -> np.iinfo:
-    """Machine limits of an integer dtype, as ``np.iinfo``."""
-    return np.iinfo(_info_dtype(x))
+    """Machine limits of an integer dtype, as ``np.iinfo`` (int4 & co. via ml_dtypes)."""
+    return ml_dtypes.iinfo(_info_dtype(x))
 
 
 def _as_dtype(dt: Any) -> np.dtype:
@@ -555,7 +617,8 @@ def is_bool(dt: Any) -> bool:
 # JAX's table: narrow ints become float32 even with x64 on (jnp.sin(int32) is float32), and
 # only 64-bit ints ask for float64, which canonicalization may then narrow.
 _TO_INEXACT = {_B1: _F32, _U8: _F32, _U16: _F32, _U32: _F32, _U64: _F64,
-               _I8: _F32, _I16: _F32, _I32: _F32, _I64: _F64}
+               _I8: _F32, _I16: _F32, _I32: _F32, _I64: _F64,
+               **{d: _F32 for d in _NARROW_SIGNED + _NARROW_UNSIGNED}}
 
 
 def to_inexact_dtype(dt: Any) -> np.dtype:

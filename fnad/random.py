@@ -302,6 +302,9 @@ def uniform(key, shape: Sequence[int] = (), dtype=None, minval=0.0, maxval=1.0):
     _check_shape("uniform", shape, np.shape(minval), np.shape(maxval))
     finfo = _dtypes.finfo(dtype)
     nbits, nmant = finfo.bits, int(finfo.nmant)
+    if nbits not in _UINT:
+        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype} "
+                        f"({nbits} bits)")
     rng_bits = 8 if nmant < 8 else nbits
     b = _random_bits(k, rng_bits, shape)
     mant = lax.shift_right_logical(b, rng_bits - nmant)               # [shape] < 2**nmant

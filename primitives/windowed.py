@@ -42,23 +42,31 @@ __all__ = ["padtype_to_pads", "reduce_window", "reduce_window_shape_tuple"]
 
 # ---- identities and shapes ----------------------------------------------------------------
 def max_identity(dtype) -> np.ndarray:
-    """The identity of max: -inf, the integer dtype's minimum, or False (as lax)."""
-    dt = np.dtype(dtype)
-    if dtypes.is_bool(dt):
-        return np.array(False)
-    if dtypes.is_int(dt):
-        return np.array(dtypes.iinfo(dt).min, dt)
-    return np.array(-np.inf, dt)
+    """The identity of max: -inf, the integer dtype's minimum, or False (as lax); for a
+    float without infinities (float8_e4m3fn...) its lowest finite value, and NaN for
+    float8_e8m0fnu, which has no negatives either (as XLA)."""
+    return _extreme(np.dtype(dtype), -1)
 
 
 def min_identity(dtype) -> np.ndarray:
-    """The identity of min: +inf, the integer dtype's maximum, or True (as lax)."""
-    dt = np.dtype(dtype)
+    """The identity of min: +inf, the integer dtype's maximum, or True (as lax); for a
+    float without infinities its largest finite value (NaN for float8_e8m0fnu)."""
+    return _extreme(np.dtype(dtype), 1)
+
+
+def _extreme(dt: np.dtype, sign: int) -> np.ndarray:
     if dtypes.is_bool(dt):
-        return np.array(True)
+        return np.array(sign > 0)
     if dtypes.is_int(dt):
-        return np.array(dtypes.iinfo(dt).max, dt)
-    return np.array(np.inf, dt)
+        info = dtypes.iinfo(dt)
+        return np.array(info.max if sign > 0 else info.min, dt)
+    inf = np.array(sign * np.inf, np.float32).astype(dt)
+    if np.isinf(inf):
+        return inf
+    info = dtypes.finfo(dt)
+    if float(info.min) >= 0:                         # float8_e8m0fnu: no sign bit
+        return np.array(np.nan, np.float32).astype(dt)
+    return np.array(sign * float(info.max), np.float32).astype(dt)
 
 
 def _dilate(d: int, dilation: int) -> int:

@@ -18,6 +18,11 @@ ALL = [np.dtype(t) for t in (
     ml_dtypes.bfloat16, np.float16, np.float32, np.float64, np.complex64, np.complex128)]
 B1, U8, U16, U32, U64, I8, I16, I32, I64, BF16, F16, F32, F64, C64, C128 = ALL
 SIXTY_FOUR = {U64, I64, F64, C128}
+NARROW_FLOATS = [np.dtype(getattr(ml_dtypes, n)) for n in (
+    "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz",
+    "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
+    "float4_e2m1fn")]
+NARROW_INTS = [np.dtype(getattr(ml_dtypes, n)) for n in ("int4", "uint4", "int2", "uint2")]
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -205,8 +210,10 @@ def test_result_type_errors():
 
 def test_lattice_is_a_join_semilattice():
     # lub must be symmetric, idempotent and associative, else folding over args is wrong.
-    # The strict lattice has no lub for most pairs (-1): there, a fold that meets -1 stays
-    # failed, and the other grouping must fail too.
+    # The strict lattice has no lub for most pairs (-1), the standard one for pairs with a
+    # narrow type (float8_*, int4...): there, a fold that meets -1 stays failed, and the
+    # other grouping must fail too.
+    narrow = {dtypes._NODE_OF[d] for d in dtypes._NARROW}
     for strict, by_x64 in enumerate(dtypes._LUB):
         for table in by_x64:
             n = len(table)
@@ -216,7 +223,7 @@ def test_lattice_is_a_join_semilattice():
             for a, b in itertools.product(range(n), repeat=2):
                 assert table[a][b] == table[b][a]
                 assert table[a][a] == a
-                assert strict or table[a][b] >= 0
+                assert strict or table[a][b] >= 0 or {a, b} & narrow
                 for c in range(n):
                     assert join(join(a, b), c) == join(a, join(b, c))
 
@@ -334,7 +341,7 @@ def _outcome(fn):
 
 def test_promote_types_matches_jax_all_pairs(jax_mode):
     jnp = jax_mode.numpy
-    nodes = [*ALL, int, float, complex]
+    nodes = [*ALL, *NARROW_FLOATS, *NARROW_INTS, int, float, complex]
     for a, b in itertools.product(nodes, repeat=2):
         got = _outcome(lambda: dtypes.promote_types(a, b))
         want = _outcome(lambda: jnp.promote_types(a, b))
@@ -343,7 +350,7 @@ def test_promote_types_matches_jax_all_pairs(jax_mode):
 
 def test_result_type_matches_jax_dtype_and_scalar_pairs(jax_mode):
     jdt = jax_mode.dtypes
-    args = [*ALL, int, float, complex, 1, 1.5, 1j, True, None]
+    args = [*ALL, *NARROW_FLOATS, int, float, complex, 1, 1.5, 1j, True, None]
     for a, b in itertools.product(args, repeat=2):
         got = _outcome(lambda: dtypes.result_type(a, b, return_weak_type_flag=True))
         want = _outcome(lambda: jdt.result_type(a, b, return_weak_type_flag=True))
@@ -414,19 +421,27 @@ def test_to_inexact_matches_jnp_sin(jax_mode):
 def test_issubdtype_matches_jax():
     jax = pytest.importorskip("jax", reason="jax not installed")
     kinds = [np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer,
-             np.signedinteger, np.unsignedinteger, np.bool_, *ALL]
-    for a, b in itertools.product(ALL, kinds):
+             np.signedinteger, np.unsignedinteger, np.bool_, *ALL, *NARROW_FLOATS[:2],
+             *NARROW_INTS[:2]]
+    for a, b in itertools.product(ALL + NARROW_FLOATS + NARROW_INTS, kinds):
         assert dtypes.issubdtype(a, b) == jax.numpy.issubdtype(a, b), (a, b)
+
+
+def jax_dtypes():
+    import jax
+    return jax.dtypes
 
 
 def test_finfo_iinfo_match_jax():
     jnp = pytest.importorskip("jax.numpy", reason="jax not installed")
-    for d in (BF16, F16, F32, F64, C64, C128):
+    for d in (BF16, F16, F32, F64, C64, C128, *NARROW_FLOATS):
         ours, theirs = dtypes.finfo(d), jnp.finfo(d)
         for field in ("bits", "eps", "max", "min", "tiny", "resolution", "dtype"):
             assert getattr(ours, field) == getattr(theirs, field), (d, field)
-    for d in (U8, U16, U32, U64, I8, I16, I32, I64):
+    for d in (U8, U16, U32, U64, I8, I16, I32, I64, *NARROW_INTS):
         assert (dtypes.iinfo(d).min, dtypes.iinfo(d).max) == (jnp.iinfo(d).min, jnp.iinfo(d).max)
+    for d in ALL + NARROW_FLOATS + NARROW_INTS:
+        assert dtypes.itemsize_bits(d) == jax_dtypes().itemsize_bits(d), d
 
 
 def test_short_names_match_jax_printing():
@@ -435,7 +450,7 @@ def test_short_names_match_jax_printing():
         from jax._src.core import ShapedArray
     except ImportError:
         pytest.skip("jax._src.core.ShapedArray moved")
-    for d in [*ALL, dtypes.float0]:
+    for d in [*ALL, *NARROW_FLOATS, dtypes.float0]:
         want = ShapedArray((), d).str_short(short_dtypes=True).removesuffix("[]")
         assert dtypes.short_name(d) == want
 

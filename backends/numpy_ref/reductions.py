@@ -1,8 +1,8 @@
 """NumPy implementations of the reduction primitives.
 
 Empty reductions give the operation's identity (reduce_max of nothing is -inf, the
-dtype's minimum, or False, as lax); argmax/argmin return the first extremum and treat
-NaN as the extremum, which is NumPy's rule too.
+dtype's minimum, or False, as lax: primitives/windowed.py's max_identity); argmax/argmin
+return the first extremum and treat NaN as the extremum, which is NumPy's rule too.
 """
 from __future__ import annotations
 
@@ -10,32 +10,17 @@ import numpy as np
 
 from fnad.backends.numpy_ref import impl_rules
 from fnad.primitives import reductions as red
-
-
-def _max_identity(dt: np.dtype):
-    if dt == np.bool_:
-        return False
-    if dt.kind in "iu":
-        return np.iinfo(dt).min
-    return -np.inf
-
-
-def _min_identity(dt: np.dtype):
-    if dt == np.bool_:
-        return True
-    if dt.kind in "iu":
-        return np.iinfo(dt).max
-    return np.inf
+from fnad.primitives.windowed import max_identity, min_identity
 
 
 def _reduce_max(x, *, axes):
     x = np.asarray(x)
-    return np.asarray(np.max(x, axis=axes, initial=_max_identity(x.dtype)), x.dtype)
+    return np.asarray(np.max(x, axis=axes, initial=max_identity(x.dtype)), x.dtype)
 
 
 def _reduce_min(x, *, axes):
     x = np.asarray(x)
-    return np.asarray(np.min(x, axis=axes, initial=_min_identity(x.dtype)), x.dtype)
+    return np.asarray(np.min(x, axis=axes, initial=min_identity(x.dtype)), x.dtype)
 
 
 def _bitwise_reduce(ufunc, identity):
