@@ -49,12 +49,21 @@ def __getattr__(name: str):
     return getattr(_dec, name)
 
 
+def _arrays(name: str, *args):
+    """args as arrays; lists and other non-arrays are a TypeError naming `name` (as jax's
+    lax functions refuse them)."""
+    import fnad.numpy as jnp
+    from fnad.numpy._core import check_arraylike
+    check_arraylike(f"lax.linalg.{name}", *args)
+    return tuple(jnp.asarray(a) for a in args)
+
+
 def lu_pivots_to_permutation(pivots, permutation_size: int):
     """The permutation perm [..., permutation_size] (int32) with A[perm] = L U, from LU's
     row swaps pivots [..., k] (int32; row i was swapped with row pivots[i], in order)."""
     import fnad.numpy as jnp
     from fnad import lax
-    pivots = jnp.asarray(pivots)
+    pivots, = _arrays("lu_pivots_to_permutation", pivots)
     if pivots.dtype != jnp.int32:
         raise TypeError(f"lu_pivots_to_permutation: pivots must be int32, got {pivots.dtype}")
     if pivots.ndim < 1:
@@ -66,6 +75,8 @@ def lu_pivots_to_permutation(pivots, permutation_size: int):
                          f"must be at least the number of pivots k = {k}")
     idx = jnp.arange(permutation_size, dtype=jnp.int32)
     perm = jnp.broadcast_to(idx, pivots.shape[:-1] + (permutation_size,))
+    if k == 0:                                           # no swaps: the identity
+        return perm
 
     def swap(i, perm):                                   # rows i and pivots[i] exchange
         j = lax.dynamic_slice_in_dim(pivots, i, 1, axis=-1)              # [..., 1]
@@ -80,12 +91,15 @@ def tridiagonal_solve(dl, d, du, b, *, perturb_singular: bool = False):
     dl, d, du [..., m] (dl[i] = A[i, i-1], du[i] = A[i, i+1]; dl[0] and du[m-1] are not
     read), by partially pivoted Gaussian elimination (LAPACK's gtsv). A singular A (a zero
     pivot) gives NaNs, as JAX's; perturb_singular=True replaces each zero pivot by
-    eps·‖A‖₁ instead (a finite answer to a nearby system, JAX's values). Differentiable through its
-    loops (JAX's uses an implicit rule; the values agree)."""
+    eps·‖A‖∞ instead (a finite answer to a nearby system). JAX's perturbed solver (xLAGTF /
+    xLAGTS: scaled pivoting, pivots below the overflow threshold moved by eps·max|U| with
+    their own sign, -0 included) gives the same direction but not the same magnitude or
+    sign there. Differentiable through its loops (JAX's uses an implicit rule; the values
+    agree)."""
     import fnad.numpy as jnp
     from fnad import lax
     from fnad.numpy._core import promote_dtypes_inexact
-    dl, d, du, b = promote_dtypes_inexact(*(jnp.asarray(v) for v in (dl, d, du, b)))
+    dl, d, du, b = promote_dtypes_inexact(*_arrays("tridiagonal_solve", dl, d, du, b))
     if not (dl.shape == d.shape == du.shape) or d.ndim < 1:
         raise ValueError(f"tridiagonal_solve: dl, d and du must have one shape [..., m], got "
                          f"{dl.shape}, {d.shape} and {du.shape}")
@@ -151,7 +165,7 @@ def householder_product(a, taus):
     import fnad.numpy as jnp
     from fnad import lax
     from fnad.numpy._core import promote_dtypes_inexact
-    a, taus = promote_dtypes_inexact(jnp.asarray(a), jnp.asarray(taus))
+    a, taus = promote_dtypes_inexact(*_arrays("householder_product", a, taus))
     if a.ndim < 2 or taus.ndim != a.ndim - 1 or taus.shape[:-1] != a.shape[:-2]:
         raise ValueError(f"householder_product: a must be [..., m, n] and taus [..., k] with "
                          f"the same batch dims, got {a.shape} and {taus.shape}")
@@ -177,7 +191,7 @@ def symmetric_product(a_matrix, c_matrix, *, alpha: float = 1.0, beta: float = 0
     """α A Aᵀ + β C for A [..., m, n], C [..., m, m]. All of it is computed (JAX promises
     only the lower triangle); symmetrize_output copies the lower triangle up."""
     import fnad.numpy as jnp
-    a, c = jnp.asarray(a_matrix), jnp.asarray(c_matrix)
+    a, c = _arrays("symmetric_product", a_matrix, c_matrix)
     if a.ndim < 2 or c.shape[-2:] != (a.shape[-2], a.shape[-2]):
         raise ValueError(f"symmetric_product: a_matrix must be [..., m, n] and c_matrix "
                          f"[..., m, m], got {a.shape} and {c.shape}")
@@ -194,7 +208,7 @@ def cholesky_update(r_matrix, w_vector):
     import fnad.numpy as jnp
     from fnad import lax
     from fnad.numpy._core import promote_dtypes_inexact
-    r, w = promote_dtypes_inexact(jnp.asarray(r_matrix), jnp.asarray(w_vector))
+    r, w = promote_dtypes_inexact(*_arrays("cholesky_update", r_matrix, w_vector))
     if r.ndim != 2 or r.shape[0] != r.shape[1] or w.shape != r.shape[:1]:
         raise ValueError(f"cholesky_update: r_matrix must be [n, n] and w_vector [n], got "
                          f"{r.shape} and {w.shape}")
@@ -233,9 +247,8 @@ def _map_matrices(fun, x):
 
 def _square_matrices(name: str, a):
     """a as an inexact array [..., n, n], or a clear error."""
-    import fnad.numpy as jnp
     from fnad.numpy._core import promote_dtypes_inexact
-    a, = promote_dtypes_inexact(jnp.asarray(a))
+    a, = promote_dtypes_inexact(*_arrays(name, a))
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{name}: a must be a square matrix or a batch of them [..., n, n], "
                          f"got shape {a.shape}")
@@ -299,7 +312,7 @@ def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
     import fnad.numpy as jnp
     from fnad import lax
     from fnad.numpy._core import promote_dtypes_inexact
-    a, taus, c = promote_dtypes_inexact(*(jnp.asarray(v) for v in (a, taus, c)))
+    a, taus, c = promote_dtypes_inexact(*_arrays("ormqr", a, taus, c))
     if a.ndim < 2 or taus.ndim != a.ndim - 1 or c.ndim != a.ndim:
         raise ValueError(f"ormqr: a must be [..., m, n], taus [..., k] and c [..., rows, cols] "
                          f"with the same batch dims, got shapes {a.shape}, {taus.shape} and "
@@ -480,7 +493,7 @@ def qdwh(x, *, is_hermitian: bool = False, max_iterations: int | None = None,
         raise TypeError("qdwh: is_hermitian must be a static bool, got "
                         f"{type(is_hermitian).__name__}")
     max_iterations = 10 if max_iterations is None else operator.index(max_iterations)
-    x, = promote_dtypes_inexact(jnp.asarray(x))
+    x, = promote_dtypes_inexact(*_arrays("qdwh", x))
     if x.ndim < 2:
         raise ValueError(f"qdwh: x must be a matrix [..., M, N], got shape {x.shape}")
     M, N = x.shape[-2:]

@@ -26,7 +26,7 @@ import fnad.numpy as jnp
 from fnad import lax
 from fnad.core import Array
 from fnad.custom import custom_jvp
-from fnad.numpy._core import promote_dtypes_inexact
+from fnad.numpy._core import check_arraylike, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "cond", "eig", "eigh",
@@ -54,7 +54,9 @@ class SVDResult(NamedTuple):
     Vh: Array
 
 
-def _inexact(*args):
+def _inexact(name: str, *args):
+    """args as inexact arrays; a TypeError naming `name` for lists (as jax)."""
+    check_arraylike(f"fnad.numpy.linalg.{name}", *args)
     return promote_dtypes_inexact(*(jnp.asarray(a) for a in args))
 
 
@@ -78,7 +80,7 @@ def qr(a, mode: str = "reduced"):
     k], R [..., k, n]), k = min(m, n); 'complete': (Q [..., m, m], R [..., m, n]); 'r': R
     alone (reduced); 'raw': LAPACK's Householder form (h [..., n, m], tau [..., k]), as
     numpy and jax, which has no derivative."""
-    a, = _inexact(a)
+    a, = _inexact("qr", a)
     _matrix("qr", a)
     if mode == "raw":
         h, taus = dec.geqrf(a)
@@ -108,13 +110,14 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResul
     [..., n, n]. With symmetrize_input, a is replaced by (a + aᴴ)/2 (better derivatives);
     otherwise only its UPLO triangle ('L' or 'U') is read."""
     lower = _lower(UPLO)
-    a, = _inexact(a)
+    a, = _inexact("eigh", a)
     v, w = dec.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
 def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
     """The eigenvalues [..., n] (ascending) of Hermitian a [..., n, n]."""
+    check_arraylike("fnad.numpy.linalg.eigvalsh", a)
     return eigh(a, UPLO, symmetrize_input=symmetrize_input).eigenvalues
 
 
@@ -124,14 +127,14 @@ def eig(a) -> EigResult:
     both complex (complex64 for 32-bit input, as jax), each vector of norm 1 (LAPACK's
     geev). Like jax's, not differentiable (its eigenvectors' derivative needs
     lax.linalg.eig(..., enable_eigvec_derivs=True)); eigvals is."""
-    a, = _inexact(a)
+    a, = _inexact("eig", a)
     w, v = dec.eig(a, compute_left_eigenvectors=False)
     return EigResult(w, v)
 
 
 def eigvals(a) -> Array:
     """The eigenvalues [..., n] (complex) of a [..., n, n]; differentiable."""
-    a, = _inexact(a)
+    a, = _inexact("eigvals", a)
     return dec.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
@@ -142,7 +145,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     a [..., m, n]: S [..., k] descending, k = min(m, n); U [..., m, m] and Vh [..., n, n]
     with full_matrices, else [..., m, k] and [..., k, n]. hermitian: from eigh of a
     (symmetrized), as jax."""
-    a, = _inexact(a)
+    a, = _inexact("svd", a)
     if hermitian:
         v, w = dec.eigh(a, subset_by_index=subset_by_index)
         s = jnp.abs(w)                                                       # [..., k]
@@ -162,6 +165,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 def svdvals(x, /) -> Array:
     """The singular values [..., k] of x [..., m, n], descending."""
+    check_arraylike("fnad.numpy.linalg.svdvals", x)
     return svd(x, compute_uv=False, hermitian=False)
 
 
@@ -174,11 +178,12 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None) -> Array:
         if rtol is not None:
             raise ValueError("pinv: only one of rtol and rcond may be specified.")
         rtol = rcond
+    check_arraylike("fnad.numpy.linalg.pinv", a)
     return _pinv(a, rtol, bool(hermitian))
 
 
 def _pinv_value(a, rtol, hermitian):
-    a, = _inexact(a)
+    a, = _inexact("pinv", a)
     _matrix("pinv", a)
     m, n = a.shape[-2:]
     if m == 0 or n == 0:
@@ -201,7 +206,7 @@ _pinv = custom_jvp(_pinv_value, nondiff_argnums=(1, 2))
 @_pinv.defjvp
 def _pinv_jvp(rtol, hermitian, primals, tangents):     # Golub & Pereyra, see the docstring
     (a,), (a_dot,) = primals, tangents
-    a, a_dot = _inexact(a, a_dot)
+    a, a_dot = _inexact("pinv", a, a_dot)
     p = _pinv(a, rtol, hermitian)                                            # [..., n, m]
     if hermitian:                                      # svd(hermitian) symmetrizes its input
         a, a_dot = (a + _H(a)) / 2, (a_dot + _H(a_dot)) / 2
@@ -223,7 +228,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     from a's SVD, singular values below rcond·s_max (default eps·max(m, n)) dropped;
     resid = Σ|b - a x|² per column (always, as jax; numpy_resid=True: empty where NumPy
     gives none, i.e. rank < n or m <= n), rank, and a's singular values."""
-    a, b = _inexact(a, b)
+    a, b = _inexact("lstsq", a, b)
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"Leading dimensions of input arrays must match, got a {a.shape} and "
                          f"b {b.shape}")
@@ -268,7 +273,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None) -> Array:
         if rtol is not None:
             raise ValueError("matrix_rank: only one of tol or rtol may be specified.")
         rtol = tol
-    M, = _inexact(M)
+    M, = _inexact("matrix_rank", M)
     if M.ndim < 2:
         return (M != 0).any().astype(np.int32)
     S = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
@@ -282,6 +287,7 @@ def cond(x, p=None) -> Array:
     """The condition number [...] of x [..., m, n] in the norm p (None = 2: s_max/s_min;
     -2: s_min/s_max; 1, -1, inf, -inf, 'fro': ‖x‖‖x⁻¹‖, square x only)."""
     from fnad.numpy.linalg import inv, norm
+    check_arraylike("fnad.numpy.linalg.cond", x)
     arr = jnp.asarray(x)
     if arr.ndim < 2:
         raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "

@@ -96,8 +96,14 @@ def _fft_core(func_name: str, fft_type: FftType, a, s, axes, norm):
             s += [max(0, 2 * (arr.shape[axes[-1]] - 1))]
     else:
         s = [arr.shape[axis] for axis in axes]
-    out = _fft_core_nd(arr, fft_type, tuple(s))
-    if norm is not None and norm != "backward":
+    if fft_type is FftType.IRFFT and s and arr.shape[-1] == 0:
+        # no frequencies: an empty output, as jax (lax.fft wants at least one frequency, so
+        # this transforms one zero to length 1 and keeps none of it)
+        arr = so.pad(arr, np.zeros((), arr.dtype), [(0, 0, 0)] * (arr.ndim - 1) + [(0, 1, 0)])
+        out = _fft_core_nd(arr, fft_type, tuple(s[:-1]) + (1,))[..., :0]
+    else:
+        out = _fft_core_nd(arr, fft_type, tuple(s))
+    if norm is not None and norm != "backward" and out.size:
         out = jnp.multiply(out, _norm_scale(s, func_name, norm, out.dtype))
     if orig_axes is not None:
         out = jnp.moveaxis(out, axes, orig_axes)

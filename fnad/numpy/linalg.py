@@ -29,7 +29,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad.core import Array
 from fnad.custom import custom_jvp
-from fnad.numpy._core import canonicalize_axis, promote_dtypes_inexact
+from fnad.numpy._core import canonicalize_axis, check_arraylike, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
 
 __all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
@@ -50,8 +50,14 @@ def _square(name: str, a) -> None:
                          f"matrices with shape [..., n, n], got shape {a.shape}")
 
 
+def _arrays(name: str, *args):
+    """args as arrays; a TypeError naming `name` for lists and other non-arrays (as jax)."""
+    check_arraylike(f"fnad.numpy.linalg.{name}", *args)
+    return tuple(jnp.asarray(a) for a in args)
+
+
 def _inexact(name: str, *args):
-    return promote_dtypes_inexact(*(jnp.asarray(a) for a in args))
+    return promote_dtypes_inexact(*_arrays(name, *args))
 
 
 # ---- cholesky ------------------------------------------------------------------------------
@@ -118,7 +124,7 @@ def inv(a) -> Array:
 
 def matrix_power(a, n: int) -> Array:
     """a raised to the integer power n by repeated squaring (n < 0: of inv(a))."""
-    a = jnp.asarray(a)
+    a, = _arrays("matrix_power", a)
     _square("matrix_power", a)
     try:
         n = operator.index(n)
@@ -245,7 +251,7 @@ def _abs2_sum(x, axis, keepdims):
     return jnp.sqrt(jnp.sum(jnp.real(x * jnp.conj(x)), axis=axis, keepdims=keepdims))
 
 
-def vector_norm(x, *, axis=None, keepdims: bool = False, ord=2) -> Array:
+def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """The vector p-norm of x over `axis` (all axes if None)."""
     x, = _inexact("vector_norm", x)
     if ord is None or ord == 2:
@@ -318,12 +324,13 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
 # ---- the array API's linalg names (thin wrappers, as jax) ------------------------------------
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
     """norm(x, ord, axis=(-2, -1)) of x [..., m, n]."""
+    x, = _arrays("matrix_norm", x)
     return norm(x, ord=ord, keepdims=keepdims, axis=(-2, -1))
 
 
 def matrix_transpose(x, /) -> Array:
     """x [..., m, n] as [..., n, m]."""
-    x = jnp.asarray(x)
+    x, = _arrays("matrix_transpose", x)
     if x.ndim < 2:
         raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={x.ndim}")
     return jnp.matrix_transpose(x)
@@ -331,7 +338,7 @@ def matrix_transpose(x, /) -> Array:
 
 def outer(x1, x2, /) -> Array:
     """x1[:, None] * x2[None, :] of two vectors."""
-    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    x1, x2 = _arrays("outer", x1, x2)
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"Input arrays must be one-dimensional, but they are "
                          f"x1.ndim={x1.ndim} x2.ndim={x2.ndim}")
@@ -340,7 +347,7 @@ def outer(x1, x2, /) -> Array:
 
 def cross(x1, x2, /, *, axis=-1) -> Array:
     """The cross product of 3-vectors along `axis` (the other axes broadcast)."""
-    x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+    x1, x2 = _arrays("cross", x1, x2)
     if x1.shape[axis] != 3 or x2.shape[axis] != 3:
         raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
                          f"they have x1.shape[axis]={x1.shape[axis]} and "
@@ -378,7 +385,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
 def tensorinv(a, ind: int = 2) -> Array:
     """The tensor inverse [*a.shape[ind:], *a.shape[:ind]] of a: inv of a as a square
     [Π shape[:ind], Π shape[ind:]] matrix."""
-    a = jnp.asarray(a)
+    a, = _arrays("tensorinv", a)
     ind = operator.index(ind)
     if ind <= 0:
         raise ValueError(f"ind must be a positive integer; got ind={ind}")
@@ -393,7 +400,7 @@ def tensorinv(a, ind: int = 2) -> Array:
 
 def tensorsolve(a, b, axes: tuple[int, ...] | None = None) -> Array:
     """x with tensordot(a, x, x.ndim) = b (after moving a's `axes` to the end)."""
-    a, b = jnp.asarray(a), jnp.asarray(b)
+    a, b = _arrays("tensorsolve", a, b)
     if axes is not None:
         a = jnp.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
     out_shape = a.shape[b.ndim:]
@@ -410,7 +417,7 @@ def tensorsolve(a, b, axes: tuple[int, ...] | None = None) -> Array:
 def multi_dot(arrays, *, precision=None) -> Array:
     """arrays[0] @ arrays[1] @ ... in the cheapest order (the matrix-chain dynamic program);
     the first and last may be vectors."""
-    arrs = [jnp.asarray(a) for a in arrays]
+    arrs = list(_arrays("multi_dot", *arrays))
     if len(arrs) < 2:
         raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
     if not (arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2)

@@ -28,7 +28,7 @@ import numpy as np
 
 import fnad.numpy as jnp
 from fnad import lax
-from fnad.numpy._core import promote_dtypes_inexact
+from fnad.numpy._core import check_arraylike, promote_dtypes_inexact
 
 __all__ = ["dct", "dctn", "idct", "idctn"]
 
@@ -44,7 +44,8 @@ def _check(name: str, type: int, norm) -> None:  # noqa: A002
                          "'backward' or 'ortho'")
 
 
-def _operand(x):
+def _operand(name: str, x):
+    check_arraylike(name, x)                       # lists are a TypeError, as jax's
     x = jnp.asarray(x)
     (x,) = promote_dtypes_inexact(x)
     return x
@@ -111,8 +112,9 @@ def _idct_real(X, axis: int, norm):
                                           (axis,))], axis)
     k = np.arange(half)
     ctype = jnp.result_type(X.dtype, jnp.complex64)
+    real = jnp.finfo(ctype).dtype                  # lax.complex takes float32/64 (not float16)
     w_conj = _along(jnp.asarray(np.exp(0.5j * np.pi * k / N), ctype), axis, X.ndim)
-    V = w_conj * lax.complex(front, -back) / 2                          # [..., N//2+1, ...]
+    V = w_conj * lax.complex(front.astype(real), -back.astype(real)) / 2  # [..., N//2+1, ...]
     v = jnp.fft.irfft(V, n=N, axis=axis)                                 # [..., N, ...]
     n_even = (N + 1) // 2
     evens = lax.slice_in_dim(v, 0, n_even, axis=axis)
@@ -137,7 +139,7 @@ def dct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
     """The discrete cosine transform (type 2) of x along `axis`, x first cut or zero-padded
     to length n (scipy.fft.dct; output shape is x's with n along axis)."""
     _check("dct", type, norm)
-    x = _operand(x)
+    x = _operand("dct", x)
     axis = _axis("dct", axis, x.ndim)
     x = _resize("dct", x, n, axis)
     return _per_part(_dct_real, x, axis, norm)
@@ -148,7 +150,7 @@ def idct(x, type: int = 2, n: int | None = None, axis: int = -1,  # noqa: A002
     """The inverse of dct (type 2) along `axis`, x first cut or zero-padded to length n
     (scipy.fft.idct): idct(dct(x, norm=m), norm=m) == x."""
     _check("idct", type, norm)
-    x = _operand(x)
+    x = _operand("idct", x)
     axis = _axis("idct", axis, x.ndim)
     x = _resize("idct", x, n, axis)
     return _per_part(_idct_real, x, axis, norm)
@@ -179,7 +181,7 @@ def dctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
     """The N-d discrete cosine transform (type 2) over `axes` (scipy.fft.dctn): the 1-D
     transform along each axis, x first cut or zero-padded to s."""
     _check("dctn", type, norm)
-    x = _operand(x)
+    x = _operand("dctn", x)
     axes, lengths = _nd_args("dctn", x, s, axes)
     for axis, n in zip(axes, lengths):
         x = _per_part(_dct_real, _resize("dctn", x, n, axis), axis, norm)
@@ -190,7 +192,7 @@ def idctn(x, type: int = 2, s: Sequence[int] | None = None,  # noqa: A002
           axes: Sequence[int] | None = None, norm: str | None = None):
     """The inverse of dctn (type 2) over `axes` (scipy.fft.idctn)."""
     _check("idctn", type, norm)
-    x = _operand(x)
+    x = _operand("idctn", x)
     axes, lengths = _nd_args("idctn", x, s, axes)
     for axis, n in zip(axes, lengths):
         x = _per_part(_idct_real, _resize("idctn", x, n, axis), axis, norm)

@@ -46,7 +46,7 @@ from fnad.ad import jvp
 from fnad.batching import vmap
 from fnad.core import Array
 from fnad.numpy import linalg as jnp_linalg
-from fnad.numpy._core import promote_dtypes, promote_dtypes_inexact
+from fnad.numpy._core import check_arraylike, promote_dtypes, promote_dtypes_inexact
 from fnad.primitives import decompositions as dec
 from fnad.scipy._schur import funm, rsf2csf, schur, solve_sylvester, sqrtm
 
@@ -148,6 +148,13 @@ def cho_solve(c_and_lower: tuple[Any, bool], b, overwrite_b: bool = False,
 # ---- solve / solve_triangular / inv / det --------------------------------------------------
 def _solve_pos(a, b, lower: bool):
     vector = a.ndim == b.ndim + 1                                          # b [..., m]
+    core = b.shape[-1:] if vector else b.shape[-2:]
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - len(core)])
+    except ValueError:
+        raise ValueError(f"solve: batch dimensions of a {a.shape} and b {b.shape} do not "
+                         "broadcast") from None
+    b = jnp.broadcast_to(b, batch + core)      # custom_linear_solve: A x shaped like b
     factors = cholesky(lax.stop_gradient(a), lower=lower)
 
     def matvec(x):                                                         # [..., m] -> A x
@@ -164,7 +171,8 @@ def _solve_pos(a, b, lower: bool):
 def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False,
           debug: bool = False, check_finite: bool = True, assume_a: str = "gen") -> Array:
     """x with a x = b; a [..., m, m], b [..., m] or [..., m, k]. assume_a 'gen', 'sym' and
-    'her' use LU; 'pos' the Cholesky factor of the `lower` (or upper) triangle."""
+    'her' use LU; 'pos' the Cholesky factor of the `lower` (or upper) triangle. Batch dims
+    broadcast with either (JAX's 'pos' wants b's batch dims to be the broadcast ones)."""
     del overwrite_a, overwrite_b, debug, check_finite
     valid = ["gen", "sym", "her", "pos"]
     if assume_a not in valid:
@@ -676,6 +684,7 @@ def _toeplitz(c, r):                                                       # [m]
 def toeplitz(c, r=None) -> Array:
     """The Toeplitz matrix [..., m, n] with first column c [..., m] and first row r
     [..., n] (r[0] ignored); r defaults to conj(c). Batch dims broadcast."""
+    check_arraylike("toeplitz", c, *(() if r is None else (r,)))
     c = jnp.asarray(c)
     r = jnp.conj(c) if r is None else jnp.asarray(r)
     c, r = promote_dtypes(jnp.atleast_1d(c), jnp.atleast_1d(r))
@@ -694,6 +703,7 @@ def _hankel(c, r):                                                         # H[i
 def hankel(c, r=None) -> Array:
     """The Hankel matrix [..., m, n] with first column c and last row r (r[0] ignored);
     r defaults to zeros. Batch dims broadcast."""
+    check_arraylike("hankel", c, *(() if r is None else (r,)))
     c = jnp.asarray(c)
     r = jnp.zeros_like(c) if r is None else jnp.asarray(r)
     if c.ndim == 0:
@@ -709,6 +719,7 @@ def hankel(c, r=None) -> Array:
 
 def circulant(c) -> Array:
     """The circulant matrix [..., n, n] with first column c [..., n]: C[i, j] = c[(i-j) % n]."""
+    check_arraylike("circulant", c)
     c = jnp.atleast_1d(jnp.asarray(c))
     n = c.shape[-1]
     idx = (np.arange(n)[:, None] - np.arange(n)[None, :]) % n
@@ -734,6 +745,7 @@ def leslie(f, s) -> Array:
 def companion(a) -> Array:
     """The companion matrix [..., n-1, n-1] of the polynomial coefficients a [..., n]
     (highest degree first): first row -a[1:]/a[0], ones on the subdiagonal."""
+    check_arraylike("companion", a)
     a, = _inexact(a)
     a = jnp.atleast_1d(a)
     if a.shape[-1] < 2:
@@ -749,6 +761,7 @@ def companion(a) -> Array:
 
 def fiedler(a) -> Array:
     """The Fiedler matrix |a[i] - a[j]| [..., n, n] of a [..., n]."""
+    check_arraylike("fiedler", a)
     a = jnp.atleast_1d(jnp.asarray(a))
     return jnp.abs(a[..., :, None] - a[..., None, :])
 
@@ -756,6 +769,7 @@ def fiedler(a) -> Array:
 def fiedler_companion(a) -> Array:
     """Fiedler's pentadiagonal companion matrix [..., n-1, n-1] of the polynomial
     coefficients a [..., n] (highest degree first)."""
+    check_arraylike("fiedler_companion", a)
     a, = _inexact(a)
     a = jnp.atleast_1d(a)
     if a.shape[-1] == 0:
