@@ -24,6 +24,8 @@ Imports only fnad.core, fnad.dtypes and the other primitive families.
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from fnad import dtypes
@@ -37,8 +39,37 @@ from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives._util import INEXACT, add_tangents, check_kind
 from fnad.primitives.linalg import Precision, batch_matmul
 
-__all__ = ["cholesky", "eig", "eigh", "lu", "qr", "schur", "svd",
-           "triangular_solve"]                                     # + geqrf (fnad's)
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky", "eig",
+           "eigh", "lu", "qr", "schur", "svd", "triangular_solve"]  # + geqrf (fnad's)
+
+
+# jax's choices of algorithm (GPU solvers, Jacobi, QDWH...). On fnad's backends every one of
+# them is LAPACK's (NumPy/SciPy) or XLA's default: the same decomposition, accepted so that
+# code passing them runs. The member names are jax's.
+class EigImplementation(enum.Enum):
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+def _check_choice(name: str, arg: str, value, enum_type) -> None:
+    if value is not None and not isinstance(value, enum_type):
+        raise TypeError(f"{name}: {arg} must be None or a {enum_type.__name__} member "
+                        f"({', '.join(enum_type.__members__)}), got {value!r}")
 
 
 # ---- helpers (lax-level, so that rules stay differentiable) ------------------------------
@@ -92,16 +123,27 @@ def _check_matrix(name: str, x: ShapedArray, what: str = "", square: bool = True
 
 # ---- cholesky --------------------------------------------------------------------------
 cholesky_p = Primitive("cholesky")
+def _symmetrized(x):
+    """(x + xᴴ)/2 of a square x [..., n, n], integers made float first (true division, as
+    jax's: its cholesky and eigh of an int matrix are float32); any other x as it is, for
+    the shape rule to explain."""
+    aval = get_aval(x)
+    if aval.ndim < 2 or aval.shape[-1] != aval.shape[-2]:
+        return x
+    if dtypes.is_int(aval.dtype) or dtypes.is_bool(aval.dtype):
+        x = lg.convert_element_type(x, dtypes.to_inexact_dtype(aval.dtype))
+    elif not dtypes.is_inexact(aval.dtype):
+        return x
+    return el.div(el.add(x, _H(x)), 2)
+
+
 def cholesky(x, *, symmetrize_input: bool = True):
     """Lower L with x = L Lᴴ for Hermitian positive-definite x [..., n, n] (NaNs on failure).
 
     With symmetrize_input, x is replaced by (x + xᴴ)/2; otherwise only its lower triangle
     is read."""
     if symmetrize_input:
-        aval = get_aval(x)
-        if (aval.ndim >= 2 and aval.shape[-1] == aval.shape[-2]
-                and dtypes.is_inexact(aval.dtype)):      # else the shape rule explains
-            x = el.div(el.add(x, _H(x)), 2)
+        x = _symmetrized(x)
     return _tril(cholesky_p.bind(x))
 
 def cholesky_abstract_eval(x):
@@ -321,11 +363,13 @@ def _batch_front(prim):
 
 # ---- qr --------------------------------------------------------------------------------
 qr_p = Primitive("qr", multiple_results=True)
-def qr(x, *, pivoting: bool = False, full_matrices: bool = True):
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None):
     """(q, r), or (q, r, p) with pivoting, of x [..., m, n], as jax.lax.linalg.qr: x = q r
     (x[..., :, p] = q r with pivoting: column pivots, |diag r| non-increasing). q is
     [..., m, m] unitary and r [..., m, n] upper triangular with full_matrices, else
-    q [..., m, k] and r [..., k, n], k = min(m, n). p [..., n] int32."""
+    q [..., m, k] and r [..., k, n], k = min(m, n). p [..., n] int32. `use_magma` (jax's
+    GPU choice) is accepted and does nothing here."""
     outs = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices))
     return tuple(outs)
 
@@ -428,18 +472,18 @@ batch_rules[geqrf_p] = _batch_front(geqrf_p)
 # ---- eigh --------------------------------------------------------------------------------
 eigh_p = Primitive("eigh", multiple_results=True)
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
-         sort_eigenvalues: bool = True, subset_by_index: tuple[int, int] | None = None):
+         sort_eigenvalues: bool = True, subset_by_index: tuple[int, int] | None = None,
+         implementation: EighImplementation | None = None):
     """(v, w) of Hermitian x [..., n, n], as jax.lax.linalg.eigh: x v[..., :, i] =
     w[..., i] v[..., :, i], w real and ascending, v unitary (columns of norm 1; their signs
     or phases are LAPACK's). With symmetrize_input, x is replaced by (x + xᴴ)/2; otherwise
     only its `lower` (or upper) triangle is read. subset_by_index (start, end) keeps
     eigenpairs start..end-1 (computed in full, then sliced; jax's CPU code refuses it).
-    NaNs where LAPACK fails, as JAX."""
+    NaNs where LAPACK fails, as JAX. `implementation` (jax's QR / Jacobi / QDWH) is
+    accepted: LAPACK's here."""
+    _check_choice("eigh", "implementation", implementation, EighImplementation)
     if symmetrize_input:
-        aval = get_aval(x)
-        if (aval.ndim >= 2 and aval.shape[-1] == aval.shape[-2]
-                and dtypes.is_inexact(aval.dtype)):      # else the shape rule explains
-            x = el.div(el.add(x, _H(x)), 2)
+        x = _symmetrized(x)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues))
     if subset_by_index is not None:
         n = get_aval(w).shape[-1]
@@ -491,12 +535,14 @@ batch_rules[eigh_p] = _batch_front(eigh_p)
 # ---- svd ---------------------------------------------------------------------------------
 svd_p = Primitive("svd", multiple_results=True)
 def svd(x, *, full_matrices: bool = True, compute_uv: bool = True,
-        subset_by_index: tuple[int, int] | None = None):
+        subset_by_index: tuple[int, int] | None = None, algorithm: SvdAlgorithm | None = None):
     """(u, s, vh), or s alone without compute_uv, of x [..., m, n] as jax.lax.linalg.svd:
     x = u diag(s) vh, s [..., k] real and descending, k = min(m, n); u [..., m, m] and
     vh [..., n, n] with full_matrices, else [..., m, k] and [..., k, n]. subset_by_index
     (start, end) keeps singular triplets start..end-1 (needs full_matrices=False unless it
-    is all of them; computed in full, then sliced). NaNs where LAPACK fails, as JAX."""
+    is all of them; computed in full, then sliced). NaNs where LAPACK fails, as JAX.
+    `algorithm` (jax's SvdAlgorithm) is accepted: LAPACK's gesdd here."""
+    _check_choice("svd", "algorithm", algorithm, SvdAlgorithm)
     full_matrices, compute_uv = bool(full_matrices), bool(compute_uv)
     start = end = None
     aval = get_aval(x)
@@ -578,12 +624,15 @@ batch_rules[svd_p] = _batch_front(svd_p)
 # ---- eig ---------------------------------------------------------------------------------
 eig_p = Primitive("eig", multiple_results=True)
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
-        enable_eigvec_derivs: bool = False):
+        enable_eigvec_derivs: bool = False, implementation: EigImplementation | None = None,
+        use_magma: bool | None = None):
     """[w, vl, vr] of a general square x [..., n, n], as jax.lax.linalg.eig (vl and vr only
     where asked for): x vr[..., :, i] = w[..., i] vr[..., :, i] and vlᴴ x = diag(w) vlᴴ, all
     complex, each vector of norm 1 with its largest component real (LAPACK's geev). The
     eigenvectors' derivatives need enable_eigvec_derivs=True, as in jax (they hold only for
-    distinct eigenvalues); the eigenvalues' alone (no vectors asked for) always exist."""
+    distinct eigenvalues); the eigenvalues' alone (no vectors asked for) always exist.
+    `implementation` and `use_magma` (jax's GPU choices) are accepted: LAPACK's here."""
+    _check_choice("eig", "implementation", implementation, EigImplementation)
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors),
                       enable_eigvec_derivs=bool(enable_eigvec_derivs))

@@ -325,3 +325,28 @@ def test_qdwh_jit_vmap_dynamic_shape_iterations_and_errors():
                 exc=TypeError)
     raises_with(lambda: lax.linalg.qdwh(xs[0], dynamic_shape=(7, 4)), "dynamic_shape",
                 exc=ValueError)
+
+
+def test_decompositions_of_ints_and_jax_algorithm_arguments():
+    """cholesky and eigh symmetrize an int matrix by true division, as jax (float32 out);
+    jax's implementation / algorithm / use_magma arguments are accepted (LAPACK's here)."""
+    a = np.eye(3, dtype=np.int32) * 2 + np.eye(3, k=1, dtype=np.int32)
+    for name in ("cholesky", "eigh"):
+        got = getattr(lax.linalg, name)(fnad.numpy.asarray(a))
+        want = getattr(JL, name)(jax.numpy.asarray(a))
+        for g, w in zip(got if isinstance(got, tuple) else [got],
+                        want if isinstance(want, tuple) else [want]):
+            assert np.asarray(g).dtype == np.asarray(w).dtype == np.float32
+        np.testing.assert_allclose(np.asarray(got[-1] if name == "eigh" else got),
+                                   np.asarray(want[-1] if name == "eigh" else want), rtol=1e-6)
+    x = fnad.numpy.asarray(np.random.default_rng(0).normal(size=(3, 3)).astype(np.float32))
+    L = lax.linalg
+    np.testing.assert_allclose(L.svd(x, algorithm=L.SvdAlgorithm.JACOBI)[1],
+                               L.svd(x)[1], rtol=1e-6)
+    assert set(L.SvdAlgorithm.__members__) == set(JL.SvdAlgorithm.__members__)
+    assert set(L.EighImplementation.__members__) == set(JL.EighImplementation.__members__)
+    assert set(L.EigImplementation.__members__) == set(JL.EigImplementation.__members__)
+    L.eigh(x @ x.T, implementation=L.EighImplementation.QDWH)
+    L.eig(x, implementation=L.EigImplementation.LAPACK, use_magma=False)
+    L.qr(x, use_magma=True)
+    raises_with(lambda: L.svd(x, algorithm="qr"), "SvdAlgorithm member", exc=TypeError)

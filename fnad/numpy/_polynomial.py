@@ -139,16 +139,12 @@ def vander(x: ArrayLike, N: int | None = None, increasing: bool = False) -> Arra
 def poly(seq_of_zeros: ArrayLike) -> Array:
     """The coefficients (highest power first, leading 1) of the monic polynomial with the
     given roots; for a square matrix, of its characteristic polynomial (roots = its
-    eigenvalues, which needs fnad.numpy.linalg.eigvals)."""
+    eigenvalues, fnad.numpy.linalg.eigvals)."""
     check_arraylike("poly", seq_of_zeros)
     (z,) = promote_dtypes_inexact(seq_of_zeros)
     z = jnp.atleast_1d(z)
     if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0] != 0:
-        eigvals = getattr(jnp.linalg, "eigvals", None)
-        if eigvals is None:
-            raise NotImplementedError("fnad.numpy.poly of a matrix needs "
-                                      "fnad.numpy.linalg.eigvals, which fnad lacks")
-        z = eigvals(z)
+        z = jnp.linalg.eigvals(z)
     if z.ndim != 1:
         raise ValueError(f"fnad.numpy.poly: input must be 1-D or a non-empty square 2-D "
                          f"array, got shape {z.shape}")
