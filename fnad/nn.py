@@ -5,8 +5,8 @@ Pure functions of arrays composed from fnad.numpy and fnad.lax. Numerics follow
 jax.nn: softmax and log_softmax subtract the row max under stop_gradient,
 logsumexp handles all -inf rows, softplus is logaddexp(x, 0) (written out so that its
 gradient is sigmoid(x) at every x, 0 included); relu and relu6 have
-zero gradient at their kinks (as JAX's custom JVPs give), written here with
-`where` so that no custom rule is needed.
+zero gradient at their kinks and at NaN (as JAX's custom JVPs give), written here with
+`where` and stop_gradient so that no custom rule is needed.
 """
 from __future__ import annotations
 
@@ -38,16 +38,19 @@ def _inexact(name, x):
 
 # ---- elementwise activations ------------------------------------------------------------------
 def relu(x):
-    """max(x, 0); the gradient at 0 is 0 (as jax.nn.relu)."""
+    """max(x, 0); the gradient is 1 where x > 0 and 0 elsewhere, at 0 and NaN included (as
+    jax.nn.relu); relu(NaN) is NaN."""
     x = asarray(x)
-    return jnp.where(jnp.less_equal(x, 0), jnp.zeros_like(x), x)
+    return jnp.where(jnp.greater(x, 0), x, lax.stop_gradient(jnp.maximum(x, 0)))
 
 
 def relu6(x):
-    """min(max(x, 0), 6); the gradient at 0 and 6 is 0."""
+    """min(max(x, 0), 6.0) (a float for integer x, as jax); the gradient is 1 where
+    0 < x < 6 and 0 elsewhere, at the kinks and NaN included."""
     x = asarray(x)
-    return jnp.where(jnp.less_equal(x, 0), jnp.zeros_like(x),
-                     jnp.where(jnp.greater_equal(x, 6), jnp.full_like(x, 6), x))
+    y = lax.stop_gradient(jnp.minimum(jnp.maximum(x, 0), 6.0))
+    inside = jnp.logical_and(jnp.greater(x, 0), jnp.less(x, 6))
+    return jnp.where(inside, x, y)
 
 
 def identity(x):
@@ -176,10 +179,9 @@ def leaky_relu(x, negative_slope=1e-2):
 
 
 def hard_tanh(x):
-    """x clipped to [-1, 1]."""
-    x = _inexact("hard_tanh", x)
-    return jnp.where(jnp.greater(x, 1), jnp.ones_like(x),
-                     jnp.where(jnp.less(x, -1), jnp.full_like(x, -1), x))
+    """x clipped to [-1, 1] (integers stay integers, as jax)."""
+    x = asarray(x)
+    return jnp.where(jnp.greater(x, 1), 1, jnp.where(jnp.less(x, -1), -1, x))
 
 
 def hard_sigmoid(x):
@@ -220,10 +222,11 @@ def _axes(axis, ndim: int) -> tuple[int, ...]:
 
 
 def _masked_max(x, axes, where):
-    """max of x over axes (kept), over the positions where `where` holds (-inf if none)."""
+    """max of x over axes (kept), over the positions where `where` holds (-inf if none,
+    empty axes included)."""
     if where is not None:
         x = jnp.where(where, x, -np.inf)
-    return jnp.max(x, axis=axes, keepdims=True)
+    return jnp.max(x, axis=axes, keepdims=True, initial=-np.inf)
 
 
 def softmax(x, axis=-1, where=None):

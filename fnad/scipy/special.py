@@ -219,7 +219,7 @@ def ndtr(x):
 
 
 def _ndtr(x):
-    half_sqrt_2 = float(np.sqrt(np.array(0.5, x.dtype)))
+    half_sqrt_2 = np.sqrt(np.array(0.5, x.dtype))         # strong: Φ(2.0) is not weak (jax)
     w = jnp.multiply(x, half_sqrt_2)
     z = jnp.abs(w)
     y = jnp.where(jnp.less(z, half_sqrt_2), jnp.add(1.0, lax.erf(w)),

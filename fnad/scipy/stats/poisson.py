@@ -49,7 +49,7 @@ def _entropy_sum(mu, max_k, upper):
 def entropy(mu, loc=0):
     """The entropy of Poisson(mu) (loc shifts nothing but the result's shape)."""
     check_arraylike("poisson.entropy", mu, loc)
-    mu, loc = promote_dtypes_inexact(mu, loc)
+    mu, loc = (jnp.asarray(a) for a in promote_dtypes_inexact(mu, loc))   # Python scalars too
     shape = jnp.broadcast_shapes(mu.shape, loc.shape)
     flat = jnp.ravel(mu)                                            # [N]
     small = _entropy_sum(flat, 35, flat + 20)

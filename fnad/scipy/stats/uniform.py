@@ -31,7 +31,9 @@ def cdf(x, loc=0, scale=1):
     x, loc, scale = promote_args_inexact("uniform.cdf", x, loc, scale)
     hi = loc + scale
     conds = [x < loc, x > hi, (x >= loc) & (x <= hi)]
-    return jnp.select(conds, [jnp.zeros_like(x), jnp.ones_like(x), (x - loc) / scale])
+    dtype = jnp.asarray(x).dtype
+    zero, one = np.zeros((), dtype), np.ones((), dtype)         # strong, as jax's
+    return jnp.select(conds, [zero, one, (x - loc) / scale])
 
 
 def ppf(q, loc=0, scale=1):

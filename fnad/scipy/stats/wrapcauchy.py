@@ -6,6 +6,8 @@ jax.scipy.stats.wrapcauchy.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import fnad.numpy as jnp
@@ -17,7 +19,7 @@ __all__ = ["logpdf", "pdf"]
 def logpdf(x, c):
     """log density."""
     x, c = promote_args_inexact("wrapcauchy.logpdf", x, c)
-    val = jnp.log(1 - c * c) - np.log(2 * np.pi) - jnp.log(1 + c * c - 2 * c * jnp.cos(x))
+    val = jnp.log(1 - c * c) - math.log(2 * np.pi) - jnp.log(1 + c * c - 2 * c * jnp.cos(x))
     inside = jnp.where((x >= 0) & (x <= np.pi * 2), val, -np.inf)
     return jnp.where((c > 0) & (c < 1), inside, np.nan)
 
