@@ -569,7 +569,8 @@ def test_errors_name_what_was_wrong():
 def test_lax_linalg_errors():
     i33, f23 = np.eye(3, dtype=np.int32), np.ones((2, 3), np.float32)
     raises_with(lambda: dec.eig(f23), "eig", "square matrices", "(2, 3)")
-    for fn in (dec.qr, dec.svd, dec.geqrf, dec.eigh, dec.eig):
+    for fn in (dec.qr, dec.svd, dec.geqrf, dec.eig,
+               lambda x: dec.eigh(x, symmetrize_input=False)):   # (symmetrized: float32)
         raises_with(lambda: fn(i33), "does not accept dtype int32")
     raises_with(lambda: dec.eigh(f23), "eigh", "square matrices", "(2, 3)")
     raises_with(lambda: dec.svd(f23, subset_by_index=(1, 2)), "full_matrices and subset_by_index",
