@@ -30,7 +30,7 @@ from fnad.tracing import (ensure_compile_time_eval, eval_shape, make_jaxpr, name
 from fnad import debug, lax, nn, numpy, random  # noqa: F401,E402  (numpy installs Array operators)
 from fnad.lax import stop_gradient
 from fnad.dtypes import float0
-from fnad import sharding  # noqa: F401,E402
+from fnad import dlpack, sharding  # noqa: F401,E402
 from fnad.sharding import (NamedSharding, P, make_array_from_callback,  # noqa: E402
                            make_mesh, set_mesh, shard_map)
 
