@@ -1,22 +1,25 @@
-"""fnad.experimental.sparse: the BCOO (batched coordinate) sparse array of
-jax.experimental.sparse and its core operations, composed from fnad.numpy / fnad.lax
-operations (no new primitives), so grad (through the stored data and dense operands), vmap
-and jit work on them.
+"""fnad.experimental.sparse: the sparse arrays of jax.experimental.sparse and their core
+operations, composed from fnad.numpy / fnad.lax operations (no new primitives), so grad
+(through the stored data and dense operands), vmap and jit work on them.
 
-`sparsify` runs a dense-array function on BCOO arguments (transform.py).
+BCOO (bcoo.py) is the main format: any number of batch, sparse and dense dims, products
+(_products.py), shape operations, update_layout and bcoo_gather (_structure.py), and
+`sparsify`, which runs a dense-array function on BCOO arguments (transform.py).
 
-BCSR (bcsr.py) converts to and from dense arrays and BCOO; its products go through BCOO.
+BCSR (bcsr.py) converts to and from dense arrays and BCOO; its products and the bcsr_*
+operations go through BCOO. COO (coo.py) and CSR / CSC (csr.py) are jax's plain 2-D
+formats: conversions and products with dense vectors and matrices. All of them derive from
+JAXSparse (_base.py). `sparse.linalg.spsolve` solves a CSR system (densely).
 
-The shape operations (slice, dynamic_slice, rev, squeeze, reshape, broadcast_in_dim,
-concatenate) and update_layout are in _structure.py; grad, value_and_grad, jacfwd, jacrev
-and jacobian that differentiate sparse arguments through their data in ad.py.
+grad, value_and_grad, jacfwd, jacrev and jacobian that differentiate sparse arguments
+through their data are in ad.py.
 
-Not here (jax has them): COO / CSR / CSC, bcoo_spdot_general (sparse x sparse products),
-bcoo_gather, bcoo_dot_general_sampled, bcoo_conv_general_dilated, the bcsr_* operations
-other than conversions, sparse.linalg and comparisons.
+Not here (jax has them): sparse x sparse products (bcoo_spdot_general),
+bcoo_conv_general_dilated, sparse.linalg.lobpcg_standard, comparisons, and the primitive
+objects (`*_p`) of jax's sparse operations (fnad's are compositions).
 """
-from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_multiply_dense,
-                                                bcoo_multiply_sparse)
+from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_dot_general_sampled,
+                                                bcoo_multiply_dense, bcoo_multiply_sparse)
 from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extract,
                                            bcoo_fromdense, bcoo_reduce_sum, bcoo_sort_indices,
                                            bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
@@ -24,18 +27,31 @@ from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extr
 from fnad.experimental.sparse._structure import (SparseEfficiencyError,
                                                  SparseEfficiencyWarning,
                                                  bcoo_broadcast_in_dim, bcoo_concatenate,
-                                                 bcoo_dynamic_slice, bcoo_reshape, bcoo_rev,
+                                                 bcoo_dynamic_slice, bcoo_gather,
+                                                 bcoo_reshape, bcoo_rev,
                                                  bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from fnad.experimental.sparse.ad import grad, jacfwd, jacobian, jacrev, value_and_grad
 from fnad.experimental.sparse.random import random_bcoo
-from fnad.experimental.sparse.bcsr import BCSR, bcsr_fromdense, bcsr_todense
+from fnad.experimental.sparse.bcsr import (BCSR, bcsr_broadcast_in_dim, bcsr_concatenate,
+                                           bcsr_dot_general, bcsr_eliminate_zeros, bcsr_extract,
+                                           bcsr_fromdense, bcsr_sum_duplicates, bcsr_todense)
+from fnad.experimental.sparse._base import JAXSparse
+from fnad.experimental.sparse.coo import (COO, coo_fromdense, coo_matmat, coo_matvec,
+                                          coo_todense)
+from fnad.experimental.sparse.csr import (CSC, CSR, csr_fromdense, csr_matmat, csr_matvec,
+                                          csr_todense)
 from fnad.experimental.sparse.transform import sparsify
+from fnad.experimental.sparse import linalg  # noqa: E402  (after the formats it uses)
 
-__all__ = ["BCOO", "BCSR", "SparseEfficiencyError", "SparseEfficiencyWarning",
-           "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout", "grad", "jacfwd",
-           "jacobian", "jacrev", "random_bcoo", "value_and_grad", "bcoo_dot_general",
-           "bcoo_eliminate_zeros", "bcoo_extract",
-           "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
-           "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
-           "bcsr_fromdense", "bcsr_todense", "eye", "sparsify", "todense"]
+__all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "JAXSparse", "SparseEfficiencyError",
+           "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate",
+           "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_dynamic_slice",
+           "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_fromdense", "bcoo_gather",
+           "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
+           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates",
+           "bcoo_todense", "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim",
+           "bcsr_concatenate", "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract",
+           "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense", "coo_matmat",
+           "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec", "csr_todense",
+           "empty", "eye", "grad", "jacfwd", "jacobian", "jacrev", "linalg", "random_bcoo",
+           "sparsify", "todense", "value_and_grad"]

@@ -25,8 +25,8 @@ from fnad.core import ShapeDtypeStruct
 from fnad.experimental.sparse.bcoo import (BCOO, _batch_iotas, _broadcast_batch, _check_bcoo,
                                            _validate)
 
-__all__ = ["bcoo_dot_general", "bcoo_multiply_dense", "bcoo_multiply_sparse", "matmul",
-           "multiply"]
+__all__ = ["bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_multiply_dense",
+           "bcoo_multiply_sparse", "matmul", "multiply"]
 
 
 def _int_tuple(x) -> tuple:
@@ -291,3 +291,21 @@ def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
     fill = np.asarray(lhs.shape[nb:nb + ns], li.dtype)
     indices = jnp.where(match[..., None], jnp.broadcast_to(li2, (*B, n1, n2, ns)), fill)
     return BCOO((data, indices.reshape((*B, n1 * n2, ns))), shape=lhs.shape)
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+    """The BCOO data of lax.dot_general(A, B) at the BCOO `indices` (a sampled dense-dense
+    product, the transpose of a sparse product): [*batch, nse, *dense], 0 at padding.
+    Computed as the dense product, then the entries picked (as jax's reference rule)."""
+    from fnad.experimental.sparse.bcoo import Layout, _extract
+    dnums = _dnums(dimension_numbers)
+    prod = lax.dot_general(jnp.asarray(A), jnp.asarray(B), dnums)
+    indices = jnp.asarray(indices)
+    nb = indices.ndim - 2
+    if nb < 0 or nb + indices.shape[-1] > prod.ndim:
+        raise ValueError(f"bcoo_dot_general_sampled: indices of shape {tuple(indices.shape)} "
+                         f"do not index the product's shape {tuple(prod.shape)} (indices are "
+                         "[*batch, nse, n_sparse])")
+    ns = indices.shape[-1]
+    layout = Layout(nb, ns, prod.ndim - nb - ns, indices.shape[-2])
+    return _extract(indices, prod, layout)

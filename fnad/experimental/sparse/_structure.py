@@ -25,8 +25,8 @@ from fnad.experimental.sparse.bcoo import (BCOO, _broadcast_batch, _check_bcoo, 
                                            _normalize_axis, bcoo_sum_duplicates)
 
 __all__ = ["SparseEfficiencyError", "SparseEfficiencyWarning", "bcoo_broadcast_in_dim",
-           "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_reshape", "bcoo_rev", "bcoo_slice",
-           "bcoo_squeeze", "bcoo_update_layout"]
+           "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_gather", "bcoo_reshape", "bcoo_rev",
+           "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout"]
 
 
 class SparseEfficiencyError(ValueError):
@@ -467,3 +467,52 @@ def _grow_batch(mat: BCOO, n_batch: int) -> BCOO:
     data = jnp.broadcast_to(data.reshape((*B,) + (1,) * m + (nse, *D)), (*B, *moved, nse, *D))
     data = jnp.where(here.reshape(here.shape + (1,) * len(D)), data, 0)
     return BCOO((data, idx), shape=mat.shape)
+
+
+def bcoo_gather(operand: BCOO, start_indices, dimension_numbers, slice_sizes: Sequence[int], *,
+                unique_indices: bool = False, indices_are_sorted: bool = False, mode=None,
+                fill_value=None) -> BCOO:
+    """lax.gather of a BCOO: one bcoo_dynamic_slice per row of start_indices (vmapped, so the
+    rows become a new batch dim), the collapsed dims squeezed, then the dims arranged as
+    lax.gather's output. Only mode=None / 'promise_in_bounds' (as jax): starts are clamped
+    into the array, as dynamic_slice's."""
+    from fnad import eval_shape, vmap
+    from fnad.core import ShapeDtypeStruct
+    _check_bcoo(operand, "bcoo_gather")
+    parsed = lax.GatherScatterMode.from_any(mode) if mode is not None else None
+    if parsed not in (None, lax.GatherScatterMode.PROMISE_IN_BOUNDS):
+        raise NotImplementedError(f"bcoo_gather: mode={mode!r} is not supported (as in jax); "
+                                  "use mode=None or 'promise_in_bounds'")
+    start_indices = jnp.asarray(start_indices)
+    kwargs = dict(dimension_numbers=dimension_numbers, slice_sizes=tuple(slice_sizes),
+                  unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                  mode=mode, fill_value=fill_value)
+    out_aval = eval_shape(lambda o, i: lax.gather(o, i, **kwargs),    # validates the arguments
+                          ShapeDtypeStruct(operand.shape, operand.dtype),
+                          ShapeDtypeStruct(start_indices.shape, start_indices.dtype))
+    offset_dims = tuple(dimension_numbers.offset_dims)
+    zero = jnp.zeros((), start_indices.dtype)
+    starts, in_axes, sizes = [zero] * operand.ndim, [None] * operand.ndim, list(operand.shape)
+    for i, d in enumerate(dimension_numbers.start_index_map):
+        starts[d] = start_indices[..., i].reshape(-1)
+        sizes[d], in_axes[d] = slice_sizes[d], 0
+    rows = math.prod(start_indices.shape[:-1])
+    if not dimension_numbers.start_index_map:      # nothing indexed: the same slice each row
+        starts[0] = jnp.zeros((rows,), start_indices.dtype)
+        in_axes[0] = 0
+        sizes[0] = slice_sizes[0]
+
+    def one(row_starts):
+        piece = bcoo_dynamic_slice(operand, row_starts, sizes)
+        return bcoo_squeeze(piece, dimensions=tuple(dimension_numbers.collapsed_slice_dims))
+    result = vmap(one, in_axes=(in_axes,))(starts)             # [rows, *slice dims]
+    result = bcoo_reshape(result, new_sizes=(*start_indices.shape[:-1], *result.shape[1:]),
+                          dimensions=tuple(range(result.ndim)))
+    if result.ndim:
+        batch_dims = tuple(d for d in range(len(out_aval.shape)) if d not in offset_dims)
+        perm = np.zeros(result.ndim, dtype=int)
+        perm[np.array(batch_dims + offset_dims, dtype=int)] = np.arange(result.ndim)
+        if set(perm[:result.n_batch].tolist()) != set(range(result.n_batch)):
+            result = bcoo_update_layout(result, n_batch=0)   # batch dims may not move out
+        result = result.transpose(tuple(int(p) for p in perm))
+    return result.reshape(out_aval.shape).astype(out_aval.dtype)

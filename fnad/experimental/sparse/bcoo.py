@@ -29,6 +29,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import dtypes, lax, tree_util
 from fnad.core import ConcretizationTypeError, Tracer
+from fnad.experimental.sparse._base import JAXSparse
 
 __all__ = ["BCOO", "bcoo_fromdense", "bcoo_todense", "bcoo_extract", "bcoo_transpose",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates",
@@ -108,7 +109,7 @@ def _fill_value(shape, layout: Layout, dtype):
 
 
 # ---- the array -----------------------------------------------------------------------------
-class BCOO:
+class BCOO(JAXSparse):
     """A batched-COO sparse array, as jax.experimental.sparse.BCOO.
 
     BCOO((data, indices), shape=shape): data [*B, nse, *D], indices [*B, nse, n_sparse]
@@ -341,7 +342,7 @@ def _normalize_axis(a, ndim: int, what: str) -> int:
 
 
 def todense(arr):
-    """A dense array: a sparse array (BCOO, BCSR) converted, anything else passed through
+    """A dense array: a sparse array (any JAXSparse format) converted, anything else through
     jnp.asarray."""
     return arr.todense() if hasattr(arr, "todense") else jnp.asarray(arr)
 
@@ -607,11 +608,13 @@ def bcoo_eliminate_zeros(mat: BCOO, nse: int | None = None) -> BCOO:
 
 # ---- constructors --------------------------------------------------------------------------
 def empty(shape: Sequence[int], dtype=None, index_dtype="int32", sparse_format: str = "bcoo",
-          *, n_batch: int = 0, n_dense: int = 0, nse: int = 0) -> BCOO:
-    """An all-zero BCOO of `shape` with nse padding entries per batch position."""
+          *, n_batch: int = 0, n_dense: int = 0, nse: int = 0):
+    """An all-zero sparse array of `shape`: a BCOO (the default) or BCSR with nse padding
+    entries per batch position, or a COO / CSR / CSC matrix with none."""
     if sparse_format != "bcoo":
-        raise ValueError(f"empty: sparse_format={sparse_format!r} is not supported; fnad has "
-                         "only 'bcoo'")
+        return _other_format("empty", sparse_format, ("bcsr", "coo", "csr", "csc"))._empty(
+            shape, dtype=dtype, index_dtype=index_dtype,
+            **_layout_kwargs("empty", sparse_format, n_batch=n_batch, n_dense=n_dense, nse=nse))
     shape = tuple(operator.index(s) for s in shape)
     n_sparse = len(shape) - n_batch - n_dense
     if min(n_batch, n_dense, n_sparse, nse) < 0:
@@ -624,17 +627,42 @@ def empty(shape: Sequence[int], dtype=None, index_dtype="int32", sparse_format: 
     return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
 
 
+def _other_format(what: str, sparse_format, others: tuple):
+    """The class of a sparse format other than BCOO (as named in jax)."""
+    from fnad.experimental.sparse.bcsr import BCSR
+    from fnad.experimental.sparse.coo import COO
+    from fnad.experimental.sparse.csr import CSC, CSR
+    classes = {"bcsr": BCSR, "coo": COO, "csr": CSR, "csc": CSC}
+    if sparse_format not in others:
+        raise ValueError(f"{what}: sparse_format={sparse_format!r} not recognized; must be one "
+                         f"of {['bcoo', *others]}")
+    return classes[sparse_format]
+
+
+def _layout_kwargs(what: str, sparse_format: str, **kwargs) -> dict:
+    """The BCOO layout arguments a format takes (BCSR: all; COO/CSR/CSC: none but defaults)."""
+    if sparse_format == "bcsr":
+        return kwargs
+    given = {k: v for k, v in kwargs.items() if v}
+    if given:
+        raise TypeError(f"{what}: sparse_format={sparse_format!r} is a plain 2-D matrix and "
+                        f"takes no {', '.join(f'{k}=' for k in given)}")
+    return {}
+
+
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None, index_dtype="int32",
-        sparse_format: str = "bcoo", *, n_batch: int = 0, n_dense: int = 0) -> BCOO:
-    """The [N, M] matrix with ones on diagonal k, as a BCOO (jax.experimental.sparse.eye).
+        sparse_format: str = "bcoo", *, n_batch: int = 0, n_dense: int = 0):
+    """The [N, M] matrix with ones on diagonal k, as a BCOO (jax.experimental.sparse.eye),
+    or a COO / CSR / CSC for those sparse_format names.
     With n_batch=1 each row stores its one entry (padding where the diagonal leaves the
     matrix); n_batch=2 or n_dense>0 store the zeros too, as jax."""
-    if sparse_format != "bcoo":
-        raise ValueError(f"eye: sparse_format={sparse_format!r} is not supported; fnad has "
-                         "only 'bcoo'")
     N = _concrete_int(N, "eye: N")
     M = N if M is None else _concrete_int(M, "eye: M")
     k = _concrete_int(k, "eye: k")
+    if sparse_format != "bcoo":
+        _layout_kwargs("eye", sparse_format, n_batch=n_batch, n_dense=n_dense)
+        return _other_format("eye", sparse_format, ("coo", "csr", "csc"))._eye(
+            N, M, k, dtype=dtype, index_dtype=index_dtype)
     if n_batch < 0 or n_dense < 0 or n_batch + n_dense > 2:
         raise ValueError(f"eye: invalid n_batch={n_batch}, n_dense={n_dense} for a matrix")
     index_dtype = dtypes.canonicalize_dtype(index_dtype)

@@ -21,9 +21,12 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import tree_util
 from fnad.core import Tracer
+from fnad.experimental.sparse._base import JAXSparse
 from fnad.experimental.sparse.bcoo import BCOO, bcoo_fromdense, bcoo_sort_indices
 
-__all__ = ["BCSR", "bcsr_fromdense", "bcsr_todense"]
+__all__ = ["BCSR", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
+           "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates",
+           "bcsr_todense"]
 
 
 def _batched(fn, n_batch: int):
@@ -34,7 +37,7 @@ def _batched(fn, n_batch: int):
     return fn
 
 
-class BCSR:
+class BCSR(JAXSparse):
     """A batched compressed-sparse-row matrix, as jax.experimental.sparse.BCSR."""
 
     __array_priority__ = 200
@@ -98,6 +101,19 @@ class BCSR:
         return cls((data, indices[..., 1], indptr), shape=arr.shape, indices_sorted=True,
                    unique_indices=arr.unique_indices)
 
+    @classmethod
+    def _empty(cls, shape: Sequence[int], *, dtype=None, index_dtype="int32", n_dense: int = 0,
+               n_batch: int = 0, nse: int = 0) -> BCSR:
+        """An all-zero BCSR: nse padding entries per batch position (sparse.empty)."""
+        shape = tuple(shape)
+        if min(n_dense, n_batch, nse) < 0 or len(shape) - n_batch - n_dense != 2:
+            raise ValueError(f"empty: a BCSR needs 2 sparse dimensions and no negative counts; "
+                             f"got shape={shape}, n_batch={n_batch}, n_dense={n_dense}, "
+                             f"nse={nse}")
+        B, (rows, cols), D = shape[:n_batch], shape[n_batch:n_batch + 2], shape[n_batch + 2:]
+        return cls((jnp.zeros((*B, nse, *D), dtype), jnp.full((*B, nse), cols, index_dtype),
+                    jnp.zeros((*B, rows + 1), index_dtype)), shape=shape)
+
     def to_bcoo(self) -> BCOO:
         """The same matrix as a BCOO (row indices from indptr; padding stays padding)."""
         rows, nse = self.shape[self.n_batch], self.nse
@@ -122,6 +138,18 @@ class BCSR:
     def _with_data(self, data) -> BCSR:
         return BCSR((data, self.indices, self.indptr), shape=self.shape,
                     indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+
+    # -- pytree
+    def tree_flatten(self):
+        return (self.data, self.indices, self.indptr), (self.shape, self.indices_sorted,
+                                                        self.unique_indices)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children) -> BCSR:
+        obj = object.__new__(cls)                # no validation: leaves may be anything
+        obj.data, obj.indices, obj.indptr = children
+        obj.shape, obj.indices_sorted, obj.unique_indices = aux
+        return obj
 
     # -- arithmetic (through BCOO)
     def __matmul__(self, other):
@@ -150,17 +178,7 @@ class BCSR:
     T = property(lambda self: self.transpose())
 
 
-tree_util.register_pytree_node(
-    BCSR, lambda m: ((m.data, m.indices, m.indptr), (m.shape, m.indices_sorted,
-                                                      m.unique_indices)),
-    lambda aux, ch: _unflatten(aux, ch))
-
-
-def _unflatten(aux, children) -> BCSR:
-    obj = object.__new__(BCSR)                   # no validation: leaves may be anything
-    obj.data, obj.indices, obj.indptr = children
-    obj.shape, obj.indices_sorted, obj.unique_indices = aux
-    return obj
+tree_util.register_pytree_node(BCSR, BCSR.tree_flatten, BCSR.tree_unflatten)
 
 
 def bcsr_fromdense(mat, *, nse: int | None = None, index_dtype=np.int32, n_dense: int = 0,
@@ -181,3 +199,77 @@ def bcsr_todense(mat: BCSR):
     if not isinstance(mat, BCSR):
         raise TypeError(f"bcsr_todense expects a BCSR, got {type(mat).__name__}")
     return mat.todense()
+
+
+def _check_bcsr(mat, what: str) -> None:
+    if not isinstance(mat, BCSR):
+        raise TypeError(f"{what} expects a BCSR array, got {type(mat).__name__}")
+
+
+def bcsr_extract(indices, indptr, mat):
+    """The `data` of a BCSR with these (indices, indptr) holding the dense `mat`'s values at
+    its entries ([*B, nse, *D]; 0 at padding): what grad needs of a BCSR's data."""
+    from fnad.experimental.sparse.bcoo import _extract
+    mat = jnp.asarray(mat)
+    indices, indptr = jnp.asarray(indices), jnp.asarray(indptr)
+    nb = indices.ndim - 1
+    if nb < 0 or indptr.ndim != nb + 1 or mat.ndim < nb + 2 or \
+            indptr.shape[-1] != mat.shape[nb] + 1:
+        raise ValueError(f"bcsr_extract: indices {tuple(indices.shape)} and indptr "
+                         f"{tuple(indptr.shape)} do not fit a matrix of shape {mat.shape} "
+                         "(indices [*batch, nse], indptr [*batch, rows + 1])")
+    pattern = BCSR((jnp.zeros((*indices.shape, *mat.shape[nb + 2:]), mat.dtype), indices,
+                    indptr), shape=mat.shape).to_bcoo()
+    return _extract(pattern.indices, mat, pattern._layout())
+
+
+def bcsr_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                     preferred_element_type=None):
+    """lax.dot_general with a BCSR lhs and a dense rhs (the result is dense), or two dense
+    operands, as jax's bcsr_dot_general; computed through BCOO (bcoo_dot_general)."""
+    from fnad import lax
+    from fnad.experimental.sparse._products import bcoo_dot_general
+    if isinstance(rhs, JAXSparse) or not isinstance(lhs, (BCSR, np.ndarray, jnp.ndarray)):
+        raise NotImplementedError("bcsr_dot_general is implemented for a BCSR (or dense) lhs "
+                                  f"and a dense rhs, got {type(lhs).__name__} and "
+                                  f"{type(rhs).__name__} (as in jax)")
+    if not isinstance(lhs, BCSR):
+        return lax.dot_general(lhs, rhs, dimension_numbers,
+                               preferred_element_type=preferred_element_type)
+    return bcoo_dot_general(lhs.to_bcoo(), rhs, dimension_numbers=dimension_numbers,
+                            precision=precision, preferred_element_type=preferred_element_type)
+
+
+def bcsr_sum_duplicates(mat: BCSR, nse: int | None = None) -> BCSR:
+    """mat with duplicate entries added up and indices sorted (nse as bcoo_sum_duplicates)."""
+    from fnad.experimental.sparse.bcoo import bcoo_sum_duplicates
+    _check_bcsr(mat, "bcsr_sum_duplicates")
+    return BCSR.from_bcoo(bcoo_sum_duplicates(mat.to_bcoo(), nse=nse))
+
+
+def bcsr_eliminate_zeros(mat: BCSR, nse: int | None = None) -> BCSR:
+    """mat without its stored zeros (nse as bcoo_eliminate_zeros)."""
+    from fnad.experimental.sparse.bcoo import bcoo_eliminate_zeros
+    _check_bcsr(mat, "bcsr_eliminate_zeros")
+    return BCSR.from_bcoo(bcoo_eliminate_zeros(mat.to_bcoo(), nse=nse))
+
+
+def bcsr_broadcast_in_dim(mat: BCSR, *, shape: Sequence[int],
+                          broadcast_dimensions: Sequence[int], sharding=None) -> BCSR:
+    """lax.broadcast_in_dim of a BCSR (through bcoo_broadcast_in_dim); the result must keep
+    two sparse dimensions."""
+    from fnad.experimental.sparse._structure import bcoo_broadcast_in_dim
+    del sharding
+    _check_bcsr(mat, "bcsr_broadcast_in_dim")
+    return BCSR.from_bcoo(bcoo_broadcast_in_dim(mat.to_bcoo(), shape=shape,
+                                                broadcast_dimensions=broadcast_dimensions))
+
+
+def bcsr_concatenate(operands: Sequence[BCSR], *, dimension: int) -> BCSR:
+    """lax.concatenate of BCSR arrays along a batch or sparse dimension (through
+    bcoo_concatenate); the operands must share their layout."""
+    from fnad.experimental.sparse._structure import bcoo_concatenate
+    for i, op in enumerate(operands):
+        _check_bcsr(op, f"bcsr_concatenate (operand {i})")
+    return BCSR.from_bcoo(bcoo_concatenate([op.to_bcoo() for op in operands],
+                                           dimension=dimension))
