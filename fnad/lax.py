@@ -537,5 +537,7 @@ def _export_primitives():
 _export_primitives()
 linear_solve_p = custom_linear_solve_p  # noqa: F405  (JAX's name for it)
 
+from fnad.lax_rng import RandomAlgorithm, rng_bit_generator  # noqa: E402,F401
+
 from fnad import prng as _prng  # noqa: E402
 _prng.install(globals(), "lax")     # slice, concatenate, select_n ... also take typed keys
