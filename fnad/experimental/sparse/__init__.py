@@ -3,8 +3,9 @@ operations, composed from fnad.numpy / fnad.lax operations (no new primitives), 
 (through the stored data and dense operands), vmap and jit work on them.
 
 BCOO (bcoo.py) is the main format: any number of batch, sparse and dense dims, products
-(_products.py), shape operations, update_layout and bcoo_gather (_structure.py), and
-`sparsify`, which runs a dense-array function on BCOO arguments (transform.py).
+with dense arrays and other BCOO arrays (_products.py), shape operations, update_layout
+and bcoo_gather (_structure.py), and `sparsify`, which runs a dense-array function on BCOO
+arguments (transform.py).
 
 BCSR (bcsr.py) converts to and from dense arrays and BCOO; its products and the bcsr_*
 operations go through BCOO. COO (coo.py) and CSR / CSC (csr.py) are jax's plain 2-D
@@ -14,12 +15,13 @@ JAXSparse (_base.py). `sparse.linalg.spsolve` solves a CSR system (densely).
 grad, value_and_grad, jacfwd, jacrev and jacobian that differentiate sparse arguments
 through their data are in ad.py.
 
-Not here (jax has them): sparse x sparse products (bcoo_spdot_general),
-bcoo_conv_general_dilated, sparse.linalg.lobpcg_standard, comparisons, and the primitive
-objects (`*_p`) of jax's sparse operations (fnad's are compositions).
+Not here (jax has them): bcoo_conv_general_dilated, sparse.linalg.lobpcg_standard,
+comparisons, and the primitive objects (`*_p`) of jax's sparse operations (fnad's are
+compositions).
 """
 from fnad.experimental.sparse._products import (bcoo_dot_general, bcoo_dot_general_sampled,
-                                                bcoo_multiply_dense, bcoo_multiply_sparse)
+                                                bcoo_multiply_dense, bcoo_multiply_sparse,
+                                                bcoo_spdot_general)
 from fnad.experimental.sparse.bcoo import (BCOO, bcoo_eliminate_zeros, bcoo_extract,
                                            bcoo_fromdense, bcoo_reduce_sum, bcoo_sort_indices,
                                            bcoo_sum_duplicates, bcoo_todense, bcoo_transpose,
@@ -48,10 +50,10 @@ __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "JAXSparse", "SparseEfficiencyEr
            "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_dynamic_slice",
            "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_fromdense", "bcoo_gather",
            "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates",
-           "bcoo_todense", "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim",
-           "bcsr_concatenate", "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract",
-           "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense", "coo_fromdense", "coo_matmat",
-           "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec", "csr_todense",
-           "empty", "eye", "grad", "jacfwd", "jacobian", "jacrev", "linalg", "random_bcoo",
-           "sparsify", "todense", "value_and_grad"]
+           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_spdot_general", "bcoo_squeeze",
+           "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "bcoo_update_layout",
+           "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general", "bcsr_eliminate_zeros",
+           "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense",
+           "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense",
+           "csr_matmat", "csr_matvec", "csr_todense", "empty", "eye", "grad", "jacfwd", "jacobian",
+           "jacrev", "linalg", "random_bcoo", "sparsify", "todense", "value_and_grad"]

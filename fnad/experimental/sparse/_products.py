@@ -14,6 +14,7 @@ Imports fnad.numpy, fnad.lax and the BCOO module only.
 from __future__ import annotations
 
 import functools
+import math
 import operator
 
 import numpy as np
@@ -26,7 +27,7 @@ from fnad.experimental.sparse.bcoo import (BCOO, _batch_iotas, _broadcast_batch,
                                            _validate)
 
 __all__ = ["bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_multiply_dense",
-           "bcoo_multiply_sparse", "matmul", "multiply"]
+           "bcoo_multiply_sparse", "bcoo_spdot_general", "matmul", "multiply"]
 
 
 def _int_tuple(x) -> tuple:
@@ -59,14 +60,13 @@ def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
 
     The sparse operand's dot_general batch dimensions must be among its n_batch batch
     dimensions (as jax). Unlike jax, contracting its dense dimensions is allowed. Two BCOO
-    operands (jax's bcoo_spdot_general) are not supported. `precision` is ignored.
+    operands give a BCOO (bcoo_spdot_general). `precision` is ignored.
     """
     del precision
     dnums = _dnums(dimension_numbers)
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise NotImplementedError("bcoo_dot_general of two BCOO arrays (jax's "
-                                  "bcoo_spdot_general) is not implemented in fnad; convert "
-                                  "one operand with .todense()")
+        return bcoo_spdot_general(lhs, rhs, dimension_numbers=dnums,
+                                  preferred_element_type=preferred_element_type)
     if isinstance(lhs, BCOO):
         return _dot_sparse_dense(lhs, jnp.asarray(rhs), dnums, preferred_element_type)
     if isinstance(rhs, BCOO):
@@ -140,15 +140,13 @@ def _dot_sparse_dense(mat: BCOO, rhs, dnums, preferred_element_type):
 
 # ---- the `@` operator ----------------------------------------------------------------------
 def matmul(a, b):
-    """a @ b where one operand is a BCOO and the other dense (NumPy's matmul rules). Batch
+    """a @ b where an operand is a BCOO (NumPy's matmul rules; two BCOO give a BCOO). Batch
     (leading) dimensions must be the BCOO's batch dimensions and equal on both sides, or
     present on one side only when the other is a vector or a matrix."""
-    if isinstance(a, BCOO) and isinstance(b, BCOO):
-        raise NotImplementedError("BCOO @ BCOO (jax's bcoo_spdot_general) is not implemented "
-                                  "in fnad; convert one operand with .todense()")
+    both = isinstance(a, BCOO) and isinstance(b, BCOO)
     sparse_lhs = isinstance(a, BCOO)
     a = a if sparse_lhs else jnp.asarray(a)
-    b = jnp.asarray(b) if sparse_lhs else b
+    b = jnp.asarray(b) if sparse_lhs and not both else b
     na, nbd = a.ndim, b.ndim
     if na == 0 or nbd == 0:
         raise ValueError(f"matmul: operands must be at least 1-D, got shapes {a.shape} and "
@@ -161,6 +159,8 @@ def matmul(a, b):
         return bcoo_dot_general(a, b, dimension_numbers=(([na - 1], [0]), ([], [])))
     if na == 2:                               # [M, K] @ [..., K, N]: dot gives [M, ..., N]
         out = bcoo_dot_general(a, b, dimension_numbers=(([1], [nbd - 2]), ([], [])))
+        if isinstance(out, BCOO):                                     # both sparse
+            return out.transpose((*range(1, nbd - 1), 0, nbd - 1))
         return jnp.moveaxis(out, 0, -2)
     if na != nbd or tuple(a.shape[:-2]) != tuple(b.shape[:-2]):
         raise NotImplementedError(
@@ -309,3 +309,87 @@ def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
     ns = indices.shape[-1]
     layout = Layout(nb, ns, prod.ndim - nb - ns, indices.shape[-2])
     return _extract(indices, prod, layout)
+
+
+# ---- sparse x sparse -----------------------------------------------------------------------
+def bcoo_spdot_general(lhs: BCOO, rhs: BCOO, *, dimension_numbers, precision=None,
+                       preferred_element_type=None) -> BCOO:
+    """lax.dot_general of two BCOO arrays, as a BCOO (jax's bcoo_spdot_general).
+
+    Every pair of stored entries whose contracted indices agree gives one product, stored
+    at (lhs free indices, rhs free indices); then duplicates are summed into
+    nse = (lhs.nse if lhs keeps a sparse dim else 1) * (rhs.nse likewise), capped at the
+    output's number of positions. As jax: no dense dims, batch dims must be batch dims of
+    both and contracted dims sparse dims; the output's batch dims are the shared batch dims,
+    then lhs's other batch dims, then rhs's. `precision` is ignored.
+    """
+    del precision
+    _check_bcoo(lhs, "bcoo_spdot_general")
+    _check_bcoo(rhs, "bcoo_spdot_general")
+    dnums = _dnums(dimension_numbers)
+    (lc, rc), (lb, rb) = dnums
+    out = _out_aval(lhs.shape, lhs.dtype, ShapeDtypeStruct(rhs.shape, rhs.dtype), dnums,
+                    preferred_element_type)
+    L, R = lhs._layout(), rhs._layout()
+    if L.n_dense or R.n_dense:
+        raise NotImplementedError("bcoo_spdot_general: operands with dense dimensions are not "
+                                  "supported (as in jax)")
+    for name, batch, lay in (("lhs", lb, L), ("rhs", rb, R)):
+        if any(d >= lay.n_batch for d in batch):
+            raise NotImplementedError(f"bcoo_spdot_general: the {name} batch dims {batch} must "
+                                      f"be among its {lay.n_batch} batch dimensions")
+    for name, contract, lay in (("lhs", lc, L), ("rhs", rc, R)):
+        if any(not lay.n_batch <= d < lay.n_batch + lay.n_sparse for d in contract):
+            raise NotImplementedError(f"bcoo_spdot_general: the {name} contracting dims "
+                                      f"{contract} must be sparse dimensions (as in jax)")
+    if R.n_batch > len(rb) and L.n_sparse > len(lc):
+        raise ValueError("bcoo_spdot_general: cannot have unused batch dims on rhs with unused "
+                         "sparse dims on lhs (as in jax)")
+    out_nb = L.n_batch + R.n_batch - len(lb)
+    out_nse = ((L.nse if L.n_sparse > len(lc) else 1) *
+               (R.nse if R.n_sparse > len(rc) else 1))
+    out_nse = min(out_nse, math.prod(out.shape[out_nb:]))
+    ldata, lind = _broadcast_batch(lhs.data, lhs.indices, lhs.shape, L)
+    rdata, rind = _broadcast_batch(rhs.data, rhs.indices, rhs.shape, R)
+    lperm = [*lb, *(d for d in range(L.n_batch) if d not in lb)]
+    rperm = [*rb, *(d for d in range(R.n_batch) if d not in rb)]
+    ldata = jnp.transpose(ldata, (*lperm, L.n_batch))
+    lind = jnp.transpose(lind, (*lperm, L.n_batch, L.n_batch + 1))
+    rdata = jnp.transpose(rdata, (*rperm, R.n_batch))
+    rind = jnp.transpose(rind, (*rperm, R.n_batch, R.n_batch + 1))
+    core = functools.partial(
+        _spdot_unbatched, lhs_shape=lhs.shape[L.n_batch:], rhs_shape=rhs.shape[R.n_batch:],
+        lhs_contract=[d - L.n_batch for d in lc], rhs_contract=[d - R.n_batch for d in rc],
+        out_nse=out_nse, dtype=out.dtype)
+    for _ in range(R.n_batch - len(rb)):
+        core = fnad.vmap(core, in_axes=(None, None, 0, 0))
+    for _ in range(L.n_batch - len(lb)):
+        core = fnad.vmap(core, in_axes=(0, 0, None, None))
+    for _ in range(len(lb)):
+        core = fnad.vmap(core)
+    data, indices = core(ldata, lind, rdata, rind)
+    return BCOO((data, indices), shape=out.shape, indices_sorted=True, unique_indices=True)
+
+
+def _spdot_unbatched(ldata, lind, rdata, rind, *, lhs_shape, rhs_shape, lhs_contract,
+                     rhs_contract, out_nse, dtype):
+    """bcoo_spdot_general of two unbatched BCOO (data [nse], indices [nse, n_sparse])."""
+    from fnad.experimental.sparse.bcoo import bcoo_sum_duplicates
+    lfree = [d for d in range(len(lhs_shape)) if d not in lhs_contract]
+    rfree = [d for d in range(len(rhs_shape)) if d not in rhs_contract]
+    li, ri = lind[:, np.asarray(lhs_contract, int)], rind[:, np.asarray(rhs_contract, int)]
+    lsize = np.asarray([lhs_shape[d] for d in lhs_contract], li.dtype)
+    rsize = np.asarray([rhs_shape[d] for d in rhs_contract], ri.dtype)
+    match = jnp.all(li[:, None] == ri[None, :], axis=-1)               # [nse_l, nse_r]
+    match = match & jnp.all(li < lsize, axis=-1)[:, None] & jnp.all(ri < rsize, axis=-1)[None]
+    prod = ldata.astype(dtype)[:, None] * rdata.astype(dtype)[None, :]
+    data = jnp.where(match, prod, jnp.zeros((), dtype)).reshape(-1)
+    itype = jnp.result_type(lind, rind)
+    lj, rj = lind[:, np.asarray(lfree, int)], rind[:, np.asarray(rfree, int)]
+    nl, nr = lind.shape[0], rind.shape[0]
+    indices = jnp.concatenate([jnp.broadcast_to(lj[:, None].astype(itype), (nl, nr, len(lfree))),
+                               jnp.broadcast_to(rj[None].astype(itype), (nl, nr, len(rfree)))],
+                              axis=-1).reshape(nl * nr, len(lfree) + len(rfree))
+    out_shape = (*(lhs_shape[d] for d in lfree), *(rhs_shape[d] for d in rfree))
+    out = bcoo_sum_duplicates(BCOO((data, indices), shape=out_shape), nse=out_nse)
+    return out.data, out.indices
