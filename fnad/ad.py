@@ -113,11 +113,12 @@ def _check_tangent(primal_aval, t, i: int, what: str, cotangent: bool = False):
                          f"tangent shape {t_aval.shape}; they must be equal")
     if cotangent and expect.dtype == dtypes.float0:
         return
-    if t_aval.dtype != expect.dtype and not (
-            expect.dtype != dtypes.float0 and t_aval.weak_type):
+    if t_aval.dtype != expect.dtype:         # a Python scalar has its default dtype, as in JAX
         hint = (" (integer and boolean primals take float0 tangents)"
                 if expect.dtype == dtypes.float0 else "")
-        raise TypeError(f"{what}: argument {i} has primal dtype {primal_aval.dtype.name}, so "
+        # JAX: a TypeError for jvp's tangents, a ValueError for a vjp or linearized function's
+        raise (TypeError if what == "jvp" else ValueError)(
+                        f"{what}: argument {i} has primal dtype {primal_aval.dtype.name}, so "
                         f"its tangent must have dtype {_dtype_name(expect.dtype)}{hint}, "
                         f"but got {_dtype_name(t_aval.dtype)}")
 

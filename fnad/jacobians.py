@@ -99,7 +99,8 @@ def _cast_like(x, aval: ShapedArray):
 
 
 def _zeros(shape: tuple, aval: ShapedArray):
-    return shape_ops.full(shape, 0, aval.dtype)
+    """Zeros of `shape` in `aval`'s dtype, weakly typed where `aval` is (as JAX's blocks)."""
+    return shape_ops.full_like(aval, 0, shape=shape)
 
 
 def _assemble(out_tree, inner_tree, blocks: list[list]):

@@ -50,7 +50,9 @@ class Split:
     operands) and returns its known outputs followed by `num_res` residuals. The
     unknown equation's operands are `unknown_ins`: ("in", j) for original operand j,
     ("res", r) for residual r. `outs` maps each original output to ("known", k) or
-    ("unknown", u).
+    ("unknown", u). The unknown equation may return more than the unknown outputs
+    (`num_unknown_outs` of them, e.g. a while_loop that recomputes its known carries);
+    those no original output maps to are dropped.
     """
     known_params: dict | None            # None: no known equation at all
     known_ins: list[int]
@@ -58,6 +60,7 @@ class Split:
     unknown_params: dict
     unknown_ins: list[tuple[str, int]]
     outs: list[tuple[str, int]]
+    num_unknown_outs: int | None = None  # None: the number of ("unknown", u) in outs
 
 
 split_rules: dict[core.Primitive, Callable[..., Split]] = {}
@@ -126,8 +129,16 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
                     k_outs[i] = v
             known_eqns.append(JaxprEqn(eqn.primitive, [eqn.invars[j] for j in sp.known_ins],
                                        sp.known_params, k_outs + res_vars, eqn.source_info))
-        u_outs = [v for (kind, _), v in zip(sp.outs, eqn.outvars) if kind == "unknown"]
         u_ins = [eqn.invars[j] if kind == "in" else res_vars[j] for kind, j in sp.unknown_ins]
+        if sp.num_unknown_outs is None:
+            u_outs = [v for (kind, _), v in zip(sp.outs, eqn.outvars) if kind == "unknown"]
+        else:                               # outputs no original output maps to: unused
+            u_avals = core.abstract_eval(eqn.primitive, [v.aval for v in u_ins],
+                                         sp.unknown_params)
+            u_outs = [Var(a) for a in u_avals]
+            for (kind, i), v in zip(sp.outs, eqn.outvars):
+                if kind == "unknown":
+                    u_outs[i] = v
         unknown_eqns.append(JaxprEqn(eqn.primitive, u_ins, sp.unknown_params, u_outs,
                                      eqn.source_info))
         unknown.update(u_outs)

@@ -17,8 +17,9 @@ and an unknown part that reverse mode needs (fnad.partial_eval), a transpose
 for the linear part (the transposed body runs the loop backwards), and a
 batching rule (fnad.batching.batch_jaxpr; a batched `cond` index becomes a
 select, a batched `while` predicate runs until every member is done). Reverse
-mode through `while_loop` is an error: its trip count is unknown, so the
-residuals cannot be stored; `fori_loop` with static bounds lowers to `scan`.
+mode through `while_loop` is an error (linearize works; transposing fails): its
+trip count is unknown, so the residuals cannot be stored; `fori_loop` with static
+bounds lowers to `scan`.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ from fnad.core import (Array, ShapedArray, Tracer, Zero, get_aval, is_undefined,
                        abstract_eval_rules, batch_rules, eager_rules, jvp_rules,
                        partial_eval_rules, transpose_rules)
 from fnad.ir import ClosedJaxpr, Jaxpr, Var, eval_jaxpr
-from fnad.partial_eval import (Split, forward_known_rule, out_map, partial_eval_jaxpr,
-                                split_rules)
+from fnad.partial_eval import (Split, dce_jaxpr, forward_known_rule, out_map,
+                                partial_eval_jaxpr, split_rules)
 from fnad.primitives._batching import bdim_at_front, moveaxis
 from fnad.primitives.logic import clamp, convert_element_type, ne, select_n
 from fnad.primitives.reductions import reduce_or
@@ -122,13 +123,15 @@ def _stage_flat(fun, in_tree, in_avals, what: str):
 
 
 def _promote_weak(init_flat, out_avals):
-    """Weakly typed initial values take the type the body gives them (as JAX does)."""
+    """Weakly typed initial values of another dtype than the body gives them take that dtype
+    (strongly typed), as JAX. A carry whose types differ only in weak type stays so: the body
+    sees the initial value's weak type and the loop returns the body's (JAX's rule)."""
     changed = False
     res = []
     for x, out in zip(init_flat, out_avals):
         a = get_aval(x)
-        if a.weak_type and (a.dtype != out.dtype or a.weak_type != out.weak_type):
-            x = convert_element_type(x, out.dtype, out.weak_type)
+        if a.weak_type and a.dtype != out.dtype:
+            x = convert_element_type(x, out.dtype, False)
             changed = True
         res.append(x)
     return res, changed
@@ -411,13 +414,16 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int | boo
 
     Returns (final carry, ys stacked along a new leading axis). `xs` may be None
     with `length` given; `reverse` runs from the end; `unroll` is accepted for
-    compatibility (fnad's eager and jit loops do not unroll).
+    compatibility (fnad's eager and jit loops do not unroll). A weakly typed initial carry
+    of another dtype than the body returns takes the body's dtype; one that differs only in
+    weak type stays weak where the body reads it (so ys computed from it are weak), and the
+    final carry has the body's type, as in JAX.
     """
     if not callable(f):
         raise TypeError(f"scan: f must be callable, got {f!r}")
     if not isinstance(unroll, (bool, int, np.integer)) or (
-            not isinstance(unroll, bool) and unroll < 1):
-        raise ValueError(f"scan: unroll must be a positive int or a bool, got {unroll!r}")
+            not isinstance(unroll, bool) and unroll < 0):
+        raise ValueError(f"scan: unroll must be a non-negative int or a bool, got {unroll!r}")
     xs_flat, xs_tree = tree_util.tree_flatten(xs)
     lengths = set()
     for i, x in enumerate(xs_flat):
@@ -462,8 +468,6 @@ def scan(f, init, xs=None, length=None, reverse: bool = False, unroll: int | boo
         init_flat, changed = _promote_weak(init_flat, out_carry_avals)
         if not changed:
             break
-    if any(a.weak_type != b.weak_type for a, b in zip(carry_avals, out_carry_avals)):
-        closed = _carry_types_as(closed, n_carry, carry_avals)
     outs = scan_p.bind(*consts, *init_flat, *xs_flat, jaxpr=closed, num_consts=len(consts),
                        num_carry=n_carry, length=length, reverse=bool(reverse),
                        unroll=unroll)
@@ -479,19 +483,6 @@ def _pair_trees(tree):
     c_leaves, c_tree = tree_util.tree_flatten(carry)
     _, y_tree = tree_util.tree_flatten(y)
     return c_tree, y_tree
-
-
-def _carry_types_as(closed: ClosedJaxpr, n_carry: int, carry_avals) -> ClosedJaxpr:
-    """The body with its carry outputs converted to the (strong) input carry types."""
-    def f(*args):
-        outs = eval_jaxpr(closed.jaxpr, [], *args)
-        fixed = [convert_element_type(o, a.dtype, a.weak_type)
-                 if get_aval(o).weak_type != a.weak_type else o
-                 for o, a in zip(outs[:n_carry], carry_avals)]
-        return fixed + outs[n_carry:]
-    new, consts = trace_to_subjaxpr(f, closed.in_avals, "scan body")
-    assert not consts
-    return new
 
 
 def scan_abstract_eval(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
@@ -805,8 +796,11 @@ while_p = core.Primitive("while", multiple_results=True)
 def while_loop(cond_fun, body_fun, init_val):
     """while cond_fun(val): val = body_fun(val); return val (lax.while_loop).
 
-    Forward-mode differentiable and batchable; reverse mode is an error (the trip
-    count is unknown): use scan, or fori_loop with static bounds.
+    Forward-mode differentiable (jvp, and linearize, whose linear function reruns the loop)
+    and batchable; reverse mode is an error when the loop's tangents are transposed (the
+    trip count is unknown): use scan, or fori_loop with static bounds. As in JAX, a weakly
+    typed initial value that the body makes strong (of the same dtype) stays weak where
+    the body reads it, and the result takes the body's type.
     """
     if not callable(cond_fun) or not callable(body_fun):
         raise TypeError("while_loop: cond_fun and body_fun must be callable")
@@ -827,8 +821,6 @@ def while_loop(cond_fun, body_fun, init_val):
         init_flat, changed = _promote_weak(init_flat, body_closed.out_avals)
         if not changed:
             break
-    if any(a.weak_type != b.weak_type for a, b in zip(avals, body_closed.out_avals)):
-        body_closed = _carry_types_as(body_closed, len(avals), avals)
     outs = while_p.bind(*cond_consts, *body_consts, *init_flat, cond_jaxpr=cond_closed,
                         body_jaxpr=body_closed, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
@@ -843,29 +835,52 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """
     if not callable(body_fun):
         raise TypeError("fori_loop: body_fun must be callable")
-    dt = dtypes.result_type(lower, upper)
-    if not dtypes.is_int(dt):
-        raise TypeError(f"fori_loop: lower and upper must be integers, got {dt.name}")
+    dt = _fori_dtype(lower, upper)
     static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if static:
         lo, hi = int(np.asarray(lower)), int(np.asarray(upper))
-        i0 = np.asarray(lo, dt)
 
-        def step(carry, _):
-            i, x = carry
-            return (i + np.asarray(1, dt), body_fun(i, x)), None
-        (_, out), _ = scan(step, (i0, init_val), None, length=max(hi - lo, 0),
+        def step(carry, _):          # i is a weakly typed int, whatever the bounds' dtype,
+            i, x = carry             # as JAX's scan path has it
+            return (i + 1, body_fun(i, x)), None
+        (_, out), _ = scan(step, (lo, init_val), None, length=max(hi - lo, 0),
                            unroll=1 if unroll is None else unroll)
         return out
-    lo = convert_element_type(lower, dt)
-    hi = convert_element_type(upper, dt)
+    if unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("fori_loop: unroll needs loop bounds known at trace time (Python or "
+                         "NumPy integers, concrete arrays); these are traced")
+    # A bound already of the loop's dtype keeps its weak type (so i is weak for a Python
+    # int lower bound, as in JAX); the other is converted.
+    lo = lower if _canonical_dtype(lower) == dt else convert_element_type(lower, dt)
+    hi = upper if _canonical_dtype(upper) == dt else convert_element_type(upper, dt)
 
     def body(carry):
         i, x = carry
-        return i + np.asarray(1, dt), body_fun(i, x)
+        return i + 1, body_fun(i, x)
     from fnad.primitives.logic import lt
     _, out = while_loop(lambda c: lt(c[0], hi), body, (lo, init_val))
     return out
+
+
+def _canonical_dtype(x):
+    return dtypes.canonicalize_dtype(dtypes.dtype(x))
+
+
+def _fori_dtype(lower, upper):
+    """The loop index's dtype: the bounds' common one (JAX's rule: equal dtypes, or a weakly
+    typed signed integer bound that takes the other's)."""
+    lo, hi = _canonical_dtype(lower), _canonical_dtype(upper)
+    if not (dtypes.is_int(lo) and dtypes.is_int(hi)):
+        raise TypeError(f"fori_loop: lower and upper must be integers, got {lo.name} and "
+                        f"{hi.name}")
+    if lo == hi:
+        return lo
+    signed = dtypes.issubdtype(lo, np.signedinteger) and dtypes.issubdtype(hi, np.signedinteger)
+    lo_weak, hi_weak = dtypes.is_weakly_typed(lower), dtypes.is_weakly_typed(upper)
+    if signed and lo_weak != hi_weak:
+        return hi if lo_weak else lo
+    raise TypeError(f"fori_loop: lower and upper must have equal dtypes, got {lo.name} and "
+                    f"{hi.name}")
 
 
 def while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -923,14 +938,45 @@ _WHILE_REVERSE = ("Reverse-mode differentiation does not work for lax.while_loop
                   "stored. Use lax.scan, or lax.fori_loop with static (Python int) bounds.")
 
 
+def _restricted(closed: ClosedJaxpr, keep_in, keep_out) -> ClosedJaxpr | None:
+    """`closed` with only the outputs `keep_out`, taking only the inputs `keep_in`; None
+    when those outputs read a dropped input."""
+    j, used = dce_jaxpr(closed.jaxpr, keep_out)
+    if any(u and not k for u, k in zip(used, keep_in)):
+        return None
+    return _closed(Jaxpr([], [v for v, k in zip(j.invars, keep_in) if k], j.eqns, j.outvars))
+
+
 def while_split(params, unknowns) -> Split:
-    if any(unknowns):
-        raise ValueError(_WHILE_REVERSE)
-    return _all_unknown(unknowns, len(params["body_jaxpr"].out_avals))
+    """The known carries (those no unknown value reaches) loop on their own; the unknown
+    equation is the whole loop again, recomputing them (as JAX: linearize works, the loop
+    has no transpose)."""
+    cond_j, body_j = params["cond_jaxpr"], params["body_jaxpr"]
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cc_uk, bc_uk, carry_uk = _split_list(unknowns, nc, nb)
+    n = len(carry_uk)
+    for _ in range(n + 1):
+        out_uk = partial_eval_jaxpr(body_j.jaxpr, bc_uk + carry_uk)[2]
+        new = [a or b for a, b in zip(carry_uk, out_uk)]
+        if new == carry_uk:
+            break
+        carry_uk = new
+    known = [not u for u in carry_uk]
+    cond_k = _restricted(cond_j, [not u for u in cc_uk] + known, [True])
+    body_k = _restricted(body_j, [not u for u in bc_uk] + known, known)
+    if all(carry_uk) or cond_k is None or body_k is None:
+        return _all_unknown(unknowns, n)
+    known_params = dict(cond_jaxpr=cond_k, body_jaxpr=body_k, cond_nconsts=nc - sum(cc_uk),
+                        body_nconsts=nb - sum(bc_uk))
+    known_ins = [j for j, u in enumerate(unknowns[:nc + nb]) if not u] + \
+        [nc + nb + i for i, k in enumerate(known) if k]
+    outs = [("known", sum(known[:i])) if k else ("unknown", i) for i, k in enumerate(known)]
+    return Split(known_params, known_ins, 0, params,
+                 [("in", j) for j in range(len(unknowns))], outs, num_unknown_outs=n)
 
 
-def while_partial_eval(trace, args, params):
-    raise ValueError(_WHILE_REVERSE + f"{core._at_user_line()}")
+def while_transpose(cts, *args, **params):
+    raise ValueError(_WHILE_REVERSE + core._at_user_line())
 
 
 def while_batch(vals, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
@@ -988,7 +1034,8 @@ abstract_eval_rules[while_p] = while_abstract_eval
 eager_rules[while_p] = while_eager
 jvp_rules[while_p] = while_jvp
 split_rules[while_p] = while_split
-partial_eval_rules[while_p] = while_partial_eval
+partial_eval_rules[while_p] = forward_known_rule(while_p, while_split)
+transpose_rules[while_p] = while_transpose
 batch_rules[while_p] = while_batch
 
 

@@ -302,6 +302,11 @@ OUTPUT_TYPES = {
         lambda x, n: (lib.np.sin(x) * n, n * 2, x > 1)))(X3, 3),
     "linear_transpose_weak_primal_and_cotangent": lambda lib, w: w(
         lib.api.linear_transpose(lambda x: x * 2., 1.))(1.),
+    # jacrev(allow_int=True)'s zero block of an integer input is weak where the input is
+    "jacrev_weak_int_input": lambda lib, w: w(lib.api.jacrev(
+        lambda x, n: x * n, argnums=(0, 1), allow_int=True))(X3, 3),
+    "jacrev_strong_int_input": lambda lib, w: w(lib.api.jacrev(
+        lambda x, n: x * n, argnums=(0, 1), allow_int=True))(X3, np.int32(3)),
 }
 
 
@@ -346,3 +351,101 @@ def test_treedef_pickles(tree):
     back = pickle.loads(pickle.dumps(td))
     assert back == td and hash(back) == hash(td) and str(back) == str(want)
     assert back.unflatten(range(td.num_leaves)) == td.unflatten(range(td.num_leaves))
+
+
+# ---- control flow: carry types, fori_loop's index, while_loop under linearize ---------------
+def _raises_as_jax(case, jit: bool = False):
+    """case(lib, wrap) raises in both libraries, with the same builtin exception type."""
+    kinds = []
+    for lib in (JAX, FNAD):
+        got = _outcome(case, lib, jit)
+        assert isinstance(got, type), f"{lib.name} returned {got!r}"
+        kinds.append(next(c for c in got.__mro__ if c.__module__ == "builtins"))
+    assert kinds[0] is kinds[1], f"jax raised {kinds[0].__name__}, fnad {kinds[1].__name__}"
+
+
+H3 = np.ones(3, np.float16)
+
+
+def _while_pow(lib):
+    return lambda x: lib.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * x, c[1] + 1),
+                                        (x, 0))[0]
+
+
+def _linearized(f, x, t):
+    y, f_lin = f[0].api.linearize(f[1], x)
+    return y, f_lin(t)
+
+
+CONTROL_FLOW = {
+    # a weak initial carry the body makes strong stays weak where the body reads it (JAX
+    # types the carry by typematch, which ignores weak types), so ys computed from it are
+    "scan_weak_carry_in_ys": lambda lib, w: w(lambda x: lib.lax.scan(
+        lambda c, xi: (c + xi, c), 0., x))(X3),
+    "scan_weak_carry_promotes_with_float16": lambda lib, w: w(lambda x: lib.lax.scan(
+        lambda c, xi: (c + xi, c * H3), 0., x))(X3),
+    "scan_strong_init_weak_body_output": lambda lib, w: w(lambda x: lib.lax.scan(
+        lambda c, xi: (2., c * xi), np.float32(0), x))(X3),
+    "scan_weak_carry_vmapped": lambda lib, w: w(lib.api.vmap(lambda w_, x: lib.lax.scan(
+        lambda c, xi: ((c[0] + 1, c[1] * w_ + xi), c[1]), (0, 0.), x), (0, None)))(X3, X3),
+    "scan_weak_carry_grad": lambda lib, w: w(lib.api.grad(lambda x: lib.lax.scan(
+        lambda c, xi: (lib.np.sin(c) * xi + 1., c * 2.), 0., x)[1].sum()))(X3),
+    "while_weak_carry_strong_body": lambda lib, w: w(lambda x: lib.lax.while_loop(
+        lambda c: c < 3., lambda c: c + x, 0.))(np.float32(1)),
+    "while_strong_carry_weak_body": lambda lib, w: w(lambda x: lib.lax.while_loop(
+        lambda c: c < 3., lambda c: 5., x))(np.float32(1)),
+    "scan_unroll_zero": lambda lib, w: w(lambda x: lib.lax.scan(
+        lambda c, xi: (c * xi, c), 1., x, unroll=0))(X3),
+    # fori_loop's index is a weak int for a Python int lower bound (scan path eagerly, the
+    # while path under jit, where the bound is traced)
+    "fori_index_is_weak": lambda lib, w: w(lambda n: lib.lax.fori_loop(
+        0, n, lambda i, c: (c[0] + i, c[1] + i), (0, np.int8(0))))(3),
+    "fori_index_weak_with_narrow_bound": lambda lib, w: w(lambda x: lib.lax.fori_loop(
+        np.int16(1), 4, lambda i, c: c + i * x, 0.))(np.float32(2)),
+    "fori_bounds_of_two_dtypes": lambda lib, w: w(lambda n: lib.lax.fori_loop(
+        np.int16(0), n, lambda i, c: c + 1., 0.))(np.int32(3)),
+    "fori_unsigned_and_python_bound": lambda lib, w: w(lambda n: lib.lax.fori_loop(
+        np.uint8(0), n, lambda i, c: c + 1., 0.))(3),
+    # linearize through while_loop works (forward mode), as in JAX
+    "linearize_while": lambda lib, w: _linearized((lib, _while_pow(lib)), 1.5, 1.),
+    "linearize_jit_while": lambda lib, w: _linearized((lib, lib.api.jit(_while_pow(lib))),
+                                                      1.5, 1.),
+    "linearize_while_in_scan": lambda lib, w: _linearized(
+        (lib, lambda x: lib.lax.scan(lambda c, xi: (_while_pow(lib)(c * xi), c), x, X3)[1]),
+        1.01, 1.),
+    "vjp_while_forward_half": lambda lib, w: lib.api.vjp(_while_pow(lib), 1.5)[0],
+}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("name", sorted(CONTROL_FLOW))
+def test_control_flow_against_jax(name, jit):
+    _check(CONTROL_FLOW[name], jit)
+
+
+ERROR_KINDS = {
+    "grad_of_while": lambda lib, w: w(lib.api.grad(_while_pow(lib)))(1.5),
+    "vjp_fn_of_while": lambda lib, w: lib.api.vjp(_while_pow(lib), 1.5)[1](1.),
+    "fori_bounds_of_two_dtypes": CONTROL_FLOW["fori_bounds_of_two_dtypes"],
+    "fori_unroll_with_traced_bounds": lambda lib, w: lib.api.jit(lambda n: lib.lax.fori_loop(
+        0, n, lambda i, c: c + 1., 0., unroll=2))(3),
+    "vjp_fn_cotangent_dtype": lambda lib, w: lib.api.vjp(lambda x: x * 2, X3)[1](H3),
+    "linearized_tangent_dtype": lambda lib, w: lib.api.linearize(lambda x: x * 2, X3)[1](H3),
+    "jvp_python_float_tangent_of_float16": lambda lib, w: lib.api.jvp(
+        lambda x: x * 2, (np.float16(1),), (1.,)),
+    "jvp_python_int_tangent": lambda lib, w: lib.api.jvp(lambda x: x * 2, (np.float32(1),),
+                                                         (1,)),
+    "jvp_python_complex_tangent_of_float": lambda lib, w: lib.api.jvp(
+        lambda x: x * 2, (np.float32(1),), (1j,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERROR_KINDS))
+def test_errors_of_the_kind_jax_raises(name):
+    _raises_as_jax(ERROR_KINDS[name])
+
+
+def test_reverse_mode_through_while_names_the_line():
+    with pytest.raises(ValueError, match=r"does not work for lax.while_loop.*"
+                                         r"test_transforms_vs_jax.py:\d+"):
+        fnad.grad(_while_pow(FNAD))(1.5)
