@@ -9,7 +9,11 @@
              first run;
     cached   fresh processes on the now-warm disk cache (target: <= 0.5 s): WARM_RUNS of
              them, the median and the range printed (one process's figure moves by
-             +-20 % with the shared machine's phase).
+             +-20 % with the shared machine's phase);
+    llvm     the same cold (foreground) and cached first calls with
+             FNAD_KERNEL_COMPILER=llvm: the kernels compiled in this process by fnad's
+             translator and llvmlite instead of numba (numba_cpu/llvm_kernels.py), their
+             object code kept in the cache dir.
 
 Each process imports the libraries before the clock starts and times from the jit call
 to the first result. Run:
@@ -60,9 +64,9 @@ print(json.dumps({{"first": first, "ready": ready}}))
 """
 
 
-def child(lib: str, cache: str, background: bool) -> dict:
+def child(lib: str, cache: str, background: bool, compiler: str = "numba") -> dict:
     here = str(pathlib.Path(__file__).resolve().parent)
-    env = dict(os.environ, FNAD_CACHE_DIR=cache,
+    env = dict(os.environ, FNAD_CACHE_DIR=cache, FNAD_KERNEL_COMPILER=compiler,
                FNAD_BACKGROUND_COMPILE="1" if background else "0")
     out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib)],
                          env=env, capture_output=True, text=True, check=True, cwd=here)
@@ -89,11 +93,20 @@ def main() -> None:
             warm = [child("fnad", cache, background)["first"] for _ in range(WARM_RUNS)]
             rows.append(("disk cache: first call, median", f"fnad ({WARM_RUNS} processes)",
                          statistics.median(warm), None))
+    cache = tempfile.mkdtemp(prefix="fnad-cold-llvm-")      # FNAD_KERNEL_COMPILER=llvm
+    r = child("fnad", cache, False, "llvm")
+    rows.append(("cold: first call", "fnad (llvm kernel compiler)", r["first"],
+                 None if t_jax is None else r["first"] / t_jax))
+    warm_llvm = [child("fnad", cache, False, "llvm")["first"] for _ in range(WARM_RUNS)]
+    rows.append(("disk cache: first call, median", f"fnad llvm ({WARM_RUNS} processes)",
+                 statistics.median(warm_llvm), None))
     print(header())
     print(table(rows, "GPT step, first call in a fresh process (ratio = fnad / jax cold)"))
     if warm:
         print(f"disk cache: first call in each of the {WARM_RUNS} processes: "
               + ", ".join(f"{t * 1e3:.0f} ms" for t in warm))
+    print("llvm kernel compiler, disk cache (its object code): first call in each process: "
+          + ", ".join(f"{t * 1e3:.0f} ms" for t in warm_llvm))
 
 
 if __name__ == "__main__":

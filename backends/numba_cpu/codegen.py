@@ -78,7 +78,7 @@ CODEGEN_VERSION = "4"
 STRICT = bool(os.environ.get("FNAD_NUMBA_STRICT"))
 TOGETHER_MIN = 1 << 17     # elements of work in a batch of small kernel calls run side by side
 _MODULES: dict = {}                         # kernel name -> imported module
-_DRIVERS: dict = {}                         # driver source sha -> its `make`
+_DRIVERS: dict = {}                         # (driver source sha, llvm?) -> its `make`
 
 
 def compile_jaxpr(closed: ClosedJaxpr):
@@ -109,10 +109,20 @@ def _build(closed: ClosedJaxpr, backend, fuse: bool):
         driver, kernels, K, signatures = m.driver_source(), m.kernels, m.K, m.signatures
         if key is not None and m.recipes is not None:
             _save(key, (driver, kernels, m.recipes, signatures))
-    namespace = {name: getattr(load_module(src, name), name) for name, src in kernels.items()}
-    run = load_driver(driver, namespace)(K)
+    from fnad.backends.numba_cpu import llvm_kernels
+    if llvm_kernels.ENABLED:                  # FNAD_KERNEL_COMPILER=llvm (llvm_kernels.py)
+        namespace = {name: llvm_kernels.kernel(name, src, functools.partial(
+            _numba_kernel, src, name)) for name, src in kernels.items()}
+    else:
+        namespace = {name: _numba_kernel(src, name) for name, src in kernels.items()}
+    run = load_driver(driver, namespace, llvm_kernels.ENABLED)(K)
     return (run, "\n\n".join([driver] + list(kernels.values())), list(namespace.values()),
             signatures)
+
+
+def _numba_kernel(src: str, name: str):
+    """The numba dispatcher of kernel `name` (its module imported from the cache dir)."""
+    return getattr(load_module(src, name), name)
 
 
 class Compiled:
@@ -149,7 +159,9 @@ class Compiled:
     def __call__(self, *bufs):
         if self._checked:
             return self.run(*bufs)
-        from fnad.backends.numba_cpu import precompile
+        from fnad.backends.numba_cpu import llvm_kernels, precompile
+        if llvm_kernels.ENABLED:         # compiled in this process at the first call
+            return self._first(bufs)
         job = self._job
         if job is None:
             if (all(k.signatures for k in self._kernels)
@@ -198,11 +210,13 @@ class Compiled:
     def _first(self, bufs):
         from numba.core.errors import NumbaError
 
-        from fnad.backends.numba_cpu import precompile, runtime
+        from fnad.backends.numba_cpu import llvm_kernels, precompile, runtime
         if self._loader is not None:      # its last loads (it ends with the children)
             self._loader.join()
             self._loader = None
-        if not precompile.load_cached_kernels(self._kernels, self._signatures):
+        if llvm_kernels.ENABLED:
+            pass                          # llvm_kernels compiles at the first call
+        elif not precompile.load_cached_kernels(self._kernels, self._signatures):
             runtime.before_compiling()             # some compile at their first call
         try:
             with core.gc_paused():       # numba loading or compiling kernels (precompile.py)
@@ -219,7 +233,8 @@ class Compiled:
             self.run, self.source = _build(self._closed, backend, fuse=False)[:2]
             out = self.run(*bufs)
         else:
-            precompile.write_markers(cache_dir(), self._signatures)
+            if not llvm_kernels.ENABLED:
+                precompile.write_markers(cache_dir(), self._signatures)
             runtime.start_spinning()
         self._checked, self._interp = True, None          # the interpreted tier is done
         return out
@@ -1033,11 +1048,12 @@ def load_module(src: str, name: str):
     return mod
 
 
-def load_driver(src: str, kernels: dict):
-    """The `make` function of a driver source (kept in memory by hash; also written to the
-    cache dir, so that tracebacks show its lines)."""
+def load_driver(src: str, kernels: dict, llvm: bool = False):
+    """The `make` function of a driver source (kept in memory by hash and kernel compiler,
+    whose kernels it holds; also written to the cache dir, so that tracebacks show its
+    lines)."""
     sha = hashlib.sha256(src.encode()).hexdigest()[:24]
-    make = _DRIVERS.get(sha)
+    make = _DRIVERS.get((sha, llvm))
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
@@ -1047,5 +1063,5 @@ def load_driver(src: str, kernels: dict):
                          strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")
         exec(_code(src, path), namespace)
-        make = _DRIVERS[sha] = namespace["make"]
+        make = _DRIVERS[sha, llvm] = namespace["make"]
     return make

@@ -1,0 +1,145 @@
+"""The `llvm` kernel compiler of the numba backend (FNAD_KERNEL_COMPILER=llvm,
+backends/numba_cpu/llvm_kernels.py): the same generated kernels compiled by fnad's own
+translator and llvmlite instead of numba must give numba's results bit for bit (NaN, inf,
+integer wraparound included), on threads and strided inputs too, and fall back to numba
+for what the translator does not cover."""
+import numpy as np
+import pytest
+from fuzz_programs import build, program
+
+import fnad
+import fnad.numpy as jnp
+from fnad.backends.numba_cpu import llvm_kernels
+
+
+def both(f, *args, kernels=True):
+    """f under jit on the numba backend, compiled by numba and by the llvm compiler:
+    (numba's outputs, llvm's outputs, the llvm compiler's fallbacks meanwhile, the llvm
+    kernels called). With `kernels`, the program must have called some."""
+    want = fnad.jit(f, backend="numba")(*args)
+    before = len(llvm_kernels.FALLBACKS)
+    calls = []
+    call = llvm_kernels.Kernel.__call__
+
+    def counted(self, *a):
+        calls.append(self.name)
+        return call(self, *a)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(llvm_kernels, "ENABLED", True)
+    mp.setattr(llvm_kernels.Kernel, "__call__", counted)
+    try:
+        got = fnad.jit(lambda *a: f(*a), backend="numba")(*args)    # a new trace and build
+    finally:
+        mp.undo()
+    assert calls or not kernels, "no kernel ran through the llvm compiler"
+    return want, got, llvm_kernels.FALLBACKS[before:], calls
+
+
+def assert_same_bits(want, got):
+    for w, g in zip(fnad.tree_util.tree_leaves(want), fnad.tree_util.tree_leaves(got),
+                    strict=True):
+        w, g = np.asarray(w), np.asarray(g)
+        assert (w.dtype, w.shape) == (g.dtype, g.shape)
+        if w.dtype.kind == "f":
+            w, g = w.view(f"u{w.dtype.itemsize}"), g.view(f"u{g.dtype.itemsize}")
+        np.testing.assert_array_equal(g, w)
+
+
+RNG = np.random.default_rng(3)
+BIG = RNG.standard_normal((640, 512)).astype(np.float32)            # threaded kernels
+BIG[::97, ::13] = np.nan
+BIG[5, :7] = [np.inf, -np.inf, 0.0, -0.0, 1e-40, 88.7, -104.5]
+
+
+def _layer_norm(x, g):
+    m = jnp.mean(x, axis=-1, keepdims=True)
+    v = jnp.mean((x - m) ** 2, axis=-1, keepdims=True)
+    return (x - m) * fnad.lax.rsqrt(v + 1e-5) * g
+
+
+PROGRAMS = {
+    "softmax rows": (lambda x: fnad.nn.softmax(x, axis=-1), (BIG,)),
+    "log_softmax and logsumexp": (lambda x: (fnad.nn.log_softmax(x), fnad.nn.logsumexp(x, 0)),
+                                  (BIG,)),
+    "exact and tanh gelu": (lambda x: (fnad.nn.gelu(x, approximate=False), fnad.nn.gelu(x)),
+                            (BIG,)),
+    "exp log tanh logistic erf": (
+        lambda x: jnp.exp(x) + jnp.log(jnp.abs(x)) * jnp.tanh(x) - fnad.nn.sigmoid(x)
+        + fnad.lax.erf(x) - jnp.expm1(x) / jnp.log1p(jnp.abs(x)), (BIG,)),
+    "layer norm, strided operand": (lambda x, g: _layer_norm(x.T, g), (BIG, BIG[:, 0])),
+    "silu gate times up, float64": (lambda a, b: fnad.nn.silu(a) * b,
+                                    (BIG[:300].astype(np.float64), BIG[300:600].astype(
+                                        np.float64))),
+    "max min argmax sums": (lambda x: (jnp.max(x, 0), jnp.min(x, 1), jnp.argmax(x, 1),
+                                       jnp.sum(x * x, 1), jnp.prod(x[:8], 0)), (BIG,)),
+    "int32 floor division, remainder, wraparound": (
+        lambda a, b: (a // b, a % b, a * b + 2 ** 30, fnad.lax.div(a, b), fnad.lax.rem(a, b)),
+        (RNG.integers(-2 ** 31, 2 ** 31 - 1, (600, 600), dtype=np.int32),
+         RNG.integers(-3, 4, (600, 600), dtype=np.int32))),
+    "uint8 and bool": (lambda a, m: (jnp.where(m, a + a, a // 3), m & (a > 100), ~m),
+                       (RNG.integers(0, 256, (700, 400), dtype=np.uint8),
+                        RNG.random((700, 400)) < 0.5)),
+    "adamw update": (lambda p, g, m, v: (
+        p - 1e-3 * ((0.9 * m + 0.1 * g) / (jnp.sqrt(0.999 * v + 0.001 * g * g) + 1e-8)
+                    + 0.01 * p), 0.9 * m + 0.1 * g), (BIG, BIG[::-1].copy(), BIG * 0.5,
+                                                       np.abs(BIG))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_bit_identical_to_numba(name):
+    f, args = PROGRAMS[name]
+    want, got, fallbacks, _ = both(f, *args)
+    assert_same_bits(want, got)
+    assert not fallbacks, fallbacks                        # all of it translated
+
+
+def test_random_programs_bit_identical():
+    """The differential fuzzer's programs (small shapes, every dtype it draws)."""
+    ran, kernels = 0, 0
+    for seed in range(24):
+        ins, steps, seeds, data = program(seed)
+        xs = [jnp.asarray(x, d) for x, (_, d) in zip(data, ins, strict=True)]
+        f = build(fnad, jnp, steps, seeds)
+        try:
+            f(*xs)
+        except Exception:  # noqa: BLE001 - not a valid program (a dtype error...)
+            continue
+        want, got, _, calls = both(f, *xs, kernels=False)    # some programs fuse nothing
+        assert_same_bits(want, got)
+        ran, kernels = ran + 1, kernels + len(calls)
+    assert ran >= 15 and kernels >= 10, (ran, kernels)
+
+
+UNSUPPORTED = """
+import numba
+import numpy as np
+from fnad.backends.numba_cpu.runtime import empty
+
+
+@numba.njit(error_model='numpy', nogil=True)
+def k_unsupported(sz, a0, s0):
+    n0 = sz[0]
+    assert n0 >= 0
+    o0 = empty(s0, np.float32)
+    for i0 in range(n0):
+        o0[i0] = a0[i0] * np.float32(2.0)
+    return (o0, )
+"""
+
+
+def test_falls_back_to_numba_for_what_it_does_not_cover():
+    namespace = {}
+    exec(UNSUPPORTED, namespace)                  # noqa: S102 - a kernel source, as codegen's
+    kernel = llvm_kernels.Kernel("k_unsupported", UNSUPPORTED,
+                                 lambda: namespace["k_unsupported"])
+    x = np.arange(5, dtype=np.float32)
+    before = len(llvm_kernels.FALLBACKS)
+    (out,) = kernel(np.array([5], np.uint64), x, 5)                # `assert`: not translated
+    np.testing.assert_array_equal(out, 2 * x)
+    reasons = [r for _, r in llvm_kernels.FALLBACKS[before:]]
+    assert any("statement Assert" in r for r in reasons), reasons
+    (out,) = kernel(np.array([3], np.uint64), x[::2].copy(), 3)
+    np.testing.assert_array_equal(out, 2 * x[::2])
+    (out,) = kernel(np.array([2], np.uint64), x[::2], 2)   # not contiguous: numba's dispatcher
+    np.testing.assert_array_equal(out, 2 * x[::2][:2])
