@@ -44,7 +44,15 @@ effectful_primitives: set[Primitive] = set()
 
 
 # ---- errors -----------------------------------------------------------------
-class ConcretizationTypeError(TypeError):
+class JAXTypeError(TypeError):
+    """The base of the TypeErrors below (jax.errors.JAXTypeError)."""
+
+
+class JAXIndexError(IndexError):
+    """The base of fnad's JAX-specific IndexErrors (jax.errors.JAXIndexError)."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     """A Python-level decision (if, int(), indexing a list...) needed a traced value."""
 
 
@@ -56,11 +64,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """`int(x)` / `operator.index(x)` on a traced value."""
 
 
-class TracerArrayConversionError(TypeError):
+class TracerArrayConversionError(JAXTypeError):
     """`np.asarray(x)` on a traced value: NumPy cannot see inside a trace."""
 
 
-class UnexpectedTracerError(Exception):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer was used after the transformation that made it had returned."""
 
 

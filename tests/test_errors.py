@@ -204,3 +204,28 @@ def test_python_int_overflow():
 
 def test_shaped_array_repr():
     assert repr(ShapedArray((2, 3), np.float32, True)) == "ShapedArray(f32[2,3], weak_type=True)"
+
+
+def test_error_classes_relate_as_jaxs():
+    """Every class of jax.errors is in fnad.errors, with jax's base classes (fnad's
+    TracerIntegerConversionError is also a ConcretizationTypeError), and fnad raises them
+    where jax does."""
+    jax_errors = pytest.importorskip("jax.errors", reason="jax.errors is the oracle")
+    from fnad import errors
+    names = [n for n in dir(jax_errors) if not n.startswith("_")]
+    assert names and all(hasattr(errors, n) for n in names), names
+    for a in names:
+        for b in names:
+            want = issubclass(getattr(jax_errors, a), getattr(jax_errors, b))
+            got = issubclass(getattr(errors, a), getattr(errors, b))
+            if (a, b) != ("TracerIntegerConversionError", "ConcretizationTypeError"):
+                assert got == want, (a, b)
+        for base in (TypeError, IndexError, RuntimeError, Exception):
+            assert issubclass(getattr(errors, a), base) == issubclass(getattr(jax_errors, a),
+                                                                       base), (a, base)
+    with pytest.raises(errors.NonConcreteBooleanIndexError):
+        fnad.jit(lambda x: x[x > 0])(X3)
+    with pytest.raises(errors.JAXIndexError):
+        fnad.jit(lambda x: x[x > 0])(X3)
+    with pytest.raises(errors.JAXTypeError):
+        fnad.jit(lambda x: np.asarray(x))(X3)

@@ -45,7 +45,7 @@ __all__ = ["IndexUpdateHelper", "NonConcreteBooleanIndexError", "argwhere", "com
            "triu_indices_from"]
 
 
-class NonConcreteBooleanIndexError(IndexError):
+class NonConcreteBooleanIndexError(core.JAXIndexError):
     """A boolean mask index whose values are not known while tracing."""
 
 
