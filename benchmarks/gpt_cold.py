@@ -10,10 +10,11 @@
     cached   fresh processes on the now-warm disk cache (target: <= 0.5 s): WARM_RUNS of
              them, the median and the range printed (one process's figure moves by
              +-20 % with the shared machine's phase);
-    llvm     the same cold (foreground) and cached first calls with
-             FNAD_KERNEL_COMPILER=llvm: the kernels compiled in this process by fnad's
+    llvm     the same cold and cached first calls with fnad's default kernel compiler
+             (FNAD_KERNEL_COMPILER=llvm): the kernels compiled in this process by fnad's
              translator and llvmlite instead of numba (numba_cpu/llvm_kernels.py), their
-             object code kept in the cache dir.
+             object code kept in the cache dir. The rows above it set
+             FNAD_KERNEL_COMPILER=numba.
 
 Each process imports the libraries before the clock starts and times from the jit call
 to the first result. Run:
@@ -84,18 +85,18 @@ def main() -> None:
     for background in (True, False):
         cache = tempfile.mkdtemp(prefix="fnad-cold-")
         r = child("fnad", cache, background)
-        how = "background compile" if background else "foreground compile"
+        how = "numba, background compile" if background else "numba, foreground compile"
         rows.append(("cold: first call", f"fnad ({how})", r["first"],
                      None if t_jax is None else r["first"] / t_jax))
         rows.append(("cold: compiled code in use", f"fnad ({how})", r["ready"],
                      None if t_jax is None else r["ready"] / t_jax))
         if not background:
             warm = [child("fnad", cache, background)["first"] for _ in range(WARM_RUNS)]
-            rows.append(("disk cache: first call, median", f"fnad ({WARM_RUNS} processes)",
+            rows.append(("disk cache: first call, median", f"fnad numba ({WARM_RUNS} processes)",
                          statistics.median(warm), None))
     cache = tempfile.mkdtemp(prefix="fnad-cold-llvm-")      # FNAD_KERNEL_COMPILER=llvm
     r = child("fnad", cache, False, "llvm")
-    rows.append(("cold: first call", "fnad (llvm kernel compiler)", r["first"],
+    rows.append(("cold: first call", "fnad (llvm kernels, default)", r["first"],
                  None if t_jax is None else r["first"] / t_jax))
     warm_llvm = [child("fnad", cache, False, "llvm")["first"] for _ in range(WARM_RUNS)]
     rows.append(("disk cache: first call, median", f"fnad llvm ({WARM_RUNS} processes)",

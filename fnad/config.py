@@ -77,8 +77,9 @@ _OPTIONS: dict[str, _Option] = {
         help="accepted for JAX compatibility",
     ),
     "jax_background_compile": _Option(
-        True, "bool", help="fnad-only: numba backend runs a new program interpreted while "
-        "its kernels compile in child processes"
+        True, "bool", help="fnad-only: with FNAD_KERNEL_COMPILER=numba, the numba backend "
+        "runs a new program interpreted while its kernels compile in child processes (the "
+        "default llvm kernel compiler compiles in the foreground)"
     ),
     "jax_eager_constant_folding": _Option(
         False, "bool", help="while tracing, evaluate operations on concrete values at once "

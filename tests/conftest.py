@@ -3,6 +3,10 @@
 The numba backend's background compile (config.jax_background_compile) is off in the
 suite: a test's first call of a jitted function must run the compiled kernels, not the
 interpreter they are checked against. tests/test_background_compile.py turns it on.
+
+`numba_compiler`: the numba backend's kernels compiled by numba instead of the default llvm
+kernel compiler (backends/numba_cpu/llvm_kernels.py), in this process and in the child
+processes a test starts, for the tests of numba's own compile path.
 """
 import pytest
 from checks import x64_everywhere
@@ -32,3 +36,11 @@ def scratch_primitives():
         del core.abstract_eval_rules[p]
         for backend in _loaded.values():
             backend.impl_rules.pop(p, None)
+
+
+@pytest.fixture
+def numba_compiler(monkeypatch):
+    """Kernels compiled by numba (FNAD_KERNEL_COMPILER=numba) for the test."""
+    from fnad.backends.numba_cpu import llvm_kernels
+    monkeypatch.setattr(llvm_kernels, "ENABLED", False)
+    monkeypatch.setenv("FNAD_KERNEL_COMPILER", "numba")

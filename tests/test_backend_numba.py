@@ -253,6 +253,7 @@ def test_identical_kernels_are_emitted_once():
     check(f, x, x)
 
 
+@pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_a_kernel_compiles_once_for_arrays_of_every_rank():
     """The driver passes arrays flat and reshapes the outputs the kernel returns flat, so
     that numba compiles a kernel once whatever the ranks of the arrays it is given (an
@@ -317,6 +318,7 @@ def test_kernels_ask_for_512_bit_vectors():
     assert not any('"prefer-vector-width"' in a for a in attributes(plain))
 
 
+@pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_kernels_run_at_the_signatures_recorded_for_the_compile_children():
     """What the children of a background compile compile (precompile.py, from the argument
     types the code generator records) is what the kernels are then called with, read-only
@@ -668,6 +670,7 @@ _CACHE_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0")
     runs = []
@@ -728,6 +731,7 @@ _WARM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
     """runtime.load_cached: a new process on a warm disk cache loads the program's kernels
     and the workers' _spin from it without numba's target refresh (110-150 ms of numba
@@ -882,6 +886,7 @@ _STARTUP_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_the_backend_starts_numba_without_importing_scipy_linalg(tmp_path):
     """numba's arraymath imports scipy.linalg (0.1-0.2 s) to check for BLAS, which fnad's
     kernels do not use: runtime.py loads the cython_blas extension alone for that check and

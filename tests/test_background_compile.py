@@ -20,6 +20,10 @@ import fnad.numpy as jnp  # noqa: E402
 from fnad.backends.numba_cpu import codegen, precompile  # noqa: E402
 from fnad.config import config  # noqa: E402
 
+# The background compile is the numba kernel compiler's (the llvm one compiles in the
+# foreground, fast enough not to need it).
+pytestmark = pytest.mark.usefixtures("numba_compiler")
+
 X = np.random.default_rng(0).standard_normal((4, 33)).astype(np.float32)
 
 

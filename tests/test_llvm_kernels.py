@@ -1,6 +1,7 @@
-"""The `llvm` kernel compiler of the numba backend (FNAD_KERNEL_COMPILER=llvm,
-backends/numba_cpu/llvm_kernels.py): the same generated kernels compiled by fnad's own
-translator and llvmlite instead of numba must give numba's results bit for bit (NaN, inf,
+"""The `llvm` kernel compiler of the numba backend (the default; FNAD_KERNEL_COMPILER=numba
+compiles with numba; backends/numba_cpu/llvm_kernels.py): the same generated kernels
+compiled by fnad's own translator and llvmlite instead of numba must give numba's results
+bit for bit (NaN, inf,
 integer wraparound included), on threads and strided inputs too, and fall back to numba
 for what the translator does not cover."""
 import numpy as np
@@ -16,7 +17,10 @@ def both(f, *args, kernels=True):
     """f under jit on the numba backend, compiled by numba and by the llvm compiler:
     (numba's outputs, llvm's outputs, the llvm compiler's fallbacks meanwhile, the llvm
     kernels called). With `kernels`, the program must have called some."""
-    want = fnad.jit(f, backend="numba")(*args)
+    from fnad.backends.numba_cpu import codegen
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(llvm_kernels, "ENABLED", False)
+        want = fnad.jit(f, backend="numba")(*args)
     before = len(llvm_kernels.FALLBACKS)
     calls = []
     call = llvm_kernels.Kernel.__call__
@@ -24,13 +28,12 @@ def both(f, *args, kernels=True):
     def counted(self, *a):
         calls.append(self.name)
         return call(self, *a)
-    mp = pytest.MonkeyPatch()
-    mp.setattr(llvm_kernels, "ENABLED", True)
-    mp.setattr(llvm_kernels.Kernel, "__call__", counted)
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(llvm_kernels, "ENABLED", True)
+        mp.setattr(llvm_kernels, "_KERNELS", {})      # new Kernels and drivers: their first
+        mp.setattr(codegen, "_DRIVERS", {})           # calls go through Kernel.__call__
+        mp.setattr(llvm_kernels.Kernel, "__call__", counted)
         got = fnad.jit(lambda *a: f(*a), backend="numba")(*args)    # a new trace and build
-    finally:
-        mp.undo()
     assert calls or not kernels, "no kernel ran through the llvm compiler"
     return want, got, llvm_kernels.FALLBACKS[before:], calls
 
@@ -143,3 +146,37 @@ def test_falls_back_to_numba_for_what_it_does_not_cover():
     np.testing.assert_array_equal(out, 2 * x[::2])
     (out,) = kernel(np.array([2], np.uint64), x[::2], 2)   # not contiguous: numba's dispatcher
     np.testing.assert_array_equal(out, 2 * x[::2][:2])
+
+
+def test_the_compiled_builtin_checks_its_arguments():
+    source = UNSUPPORTED.replace("    assert n0 >= 0\n", "").replace("k_unsupported",
+                                                                    "k_supported")
+    namespace = {}
+    exec(source, namespace)                       # noqa: S102 - a kernel source, as codegen's
+    kernel = llvm_kernels.Kernel("k_supported", source, lambda: namespace["k_supported"])
+    driver = {}
+    kernel.bind(driver)
+    x = np.arange(6, dtype=np.float32)
+    size = np.array([6], np.uint64)
+    before = len(llvm_kernels.FALLBACKS)
+    (out,) = kernel(size, x, 6)                   # compiles; the driver now calls the builtin
+    np.testing.assert_array_equal(out, 2 * x)
+    fast = driver["k_supported"]
+    assert fast is not kernel and type(fast).__name__ == "builtin_function_or_method"
+    (out,) = fast(size, x, 6)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert llvm_kernels.FALLBACKS[before:] == []
+    (out,) = fast(size, x.astype(np.float64), 6)  # another dtype: compiled for it
+    np.testing.assert_array_equal(out, 2 * x)
+    assert len(kernel._machines) == 2 and llvm_kernels.FALLBACKS[before:] == []
+    (out,) = fast(np.array([3], np.uint64), x[::2], 3)    # not contiguous: numba's dispatcher
+    np.testing.assert_array_equal(out, 2 * x[::2])
+    (out,) = fast(size, x, np.int64(6))           # a NumPy int: numba's dispatcher too
+    np.testing.assert_array_equal(out, 2 * x)
+    with pytest.raises(TypeError):                # the wrong number of arguments: numba's error
+        fast(size, x)
+
+
+def test_the_object_layouts_the_builtins_read_hold_here():
+    """CPython 3.11 on 64-bit Linux with NumPy 2 (CI's): the llvm compiler may be used."""
+    assert llvm_kernels.layout_as_assumed()

@@ -1063,5 +1063,8 @@ def load_driver(src: str, kernels: dict, llvm: bool = False):
                          strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")
         exec(_code(src, path), namespace)
+        if llvm:                    # llvm_kernels.Kernel: the driver calls its builtin
+            for kernel in kernels.values():
+                kernel.bind(namespace)
         make = _DRIVERS[sha, llvm] = namespace["make"]
     return make

@@ -900,3 +900,139 @@ def pyobject_wrapper(module, fn, info):
     b.call(fn, args)
     b.ret_void()
     return w
+
+
+# ---- the fast call: a CPython builtin (METH_FASTCALL) around a kernel ---------------------
+# CPython and NumPy object layouts read here (64-bit builds; stable ABI of both):
+#   PyObject: ob_refcnt @0, ob_type @8; PyVarObject ob_size @16; PyTupleObject ob_item @24
+#   PyArrayObject: data @16, descr @56, flags @64 (NPY_ARRAY_C_CONTIGUOUS = 1);
+#   PyArray_Descr: type_num @28 (NumPy 1.x and 2.x)
+# The builtin's `self` is a context tuple made by llvm_kernels: (fallback, numpy.ndarray,
+# int, tuple, numpy.empty, (), 0, the outputs' dtypes...).
+CTX_FALLBACK, CTX_NDARRAY, CTX_INT, CTX_TUPLE, CTX_EMPTY, CTX_UNIT, CTX_ZERO, CTX_DTYPES = \
+    range(8)
+
+
+def fastcall_wrapper(module, fn, info, type_nums):
+    """`<name>__fast(ctx, args, nargs)`: a METH_FASTCALL builtin calling the kernel `fn`.
+
+    It checks every argument (an exact numpy.ndarray, C-contiguous, of the compiled dtype's
+    `type_nums[k]`; an exact int that fits int64; a tuple of such ints of the compiled
+    length), allocates the outputs with numpy.empty, runs the kernel without the GIL and
+    returns the outputs' tuple (0 for a threaded kernel), as numba's dispatcher does. Any
+    argument it does not take is handed, with all the others, to ctx's fallback (the
+    Kernel's general path), whose result it returns."""
+    ptr = I8.as_pointer()
+    pptr = ptr.as_pointer()
+    i32 = I32
+
+    def decl(name, ret, args):
+        f = module.globals.get(name)
+        return f if f is not None else ir.Function(module, ir.FunctionType(ret, args), name)
+    as_ll = decl("PyLong_AsLongLong", I64, [ptr])
+    err_occurred = decl("PyErr_Occurred", ptr, [])
+    err_clear = decl("PyErr_Clear", ir.VoidType(), [])
+    vcall = decl("PyObject_Vectorcall", ptr, [ptr, pptr, I64, ptr])
+    save = decl("PyEval_SaveThread", ptr, [])
+    restore = decl("PyEval_RestoreThread", ir.VoidType(), [ptr])
+    tuple_new = decl("PyTuple_New", ptr, [I64])
+    tuple_set = decl("PyTuple_SetItem", i32, [ptr, I64, ptr])
+    incref = decl("Py_IncRef", ir.VoidType(), [ptr])
+    decref = decl("Py_DecRef", ir.VoidType(), [ptr])
+
+    w = ir.Function(module, ir.FunctionType(ptr, [ptr, pptr, I64]), info["name"] + "__fast")
+    ctx, args, nargs = w.args
+    entry = w.append_basic_block("entry")
+    fallback = w.append_basic_block("fallback")
+    b = ir.IRBuilder(entry)
+
+    def at_entry():                                     # allocas before any check
+        eb = ir.IRBuilder(entry)
+        eb.position_at_start(entry)
+        return eb
+
+    def field(obj, offset, ty):
+        return b.load(b.bitcast(b.gep(obj, [ir.Constant(I64, offset)]), ty.as_pointer()))
+
+    def item(tup, i):                                   # a tuple's item i (borrowed)
+        return field(tup, 24 + 8 * i, ptr)
+
+    def check(cond):                                    # continue if cond, else fall back
+        ok = w.append_basic_block("ok")
+        b.cbranch(cond, ok, fallback)
+        b.position_at_end(ok)
+
+    def as_int64(obj):
+        check(b.icmp_unsigned("==", field(obj, 8, ptr), item(ctx, CTX_INT)))
+        v = b.call(as_ll, [obj])
+        bad = w.append_basic_block("int_error")
+        good = w.append_basic_block("int_ok")
+        maybe = b.icmp_signed("==", v, ir.Constant(I64, -1))
+        b.cbranch(maybe, bad, good)
+        b.position_at_end(bad)                          # -1, or an overflow
+        err = b.call(err_occurred, [])
+        clear = w.append_basic_block("int_overflow")
+        b.cbranch(b.icmp_unsigned("!=", err, ir.Constant(ptr, None)), clear, good)
+        b.position_at_end(clear)
+        b.call(err_clear, [])
+        b.branch(fallback)
+        b.position_at_end(good)
+        return v
+
+    types = info["param_types"]
+    check(b.icmp_signed("==", nargs, ir.Constant(I64, len(types))))
+    values = []
+    for k, (t, p) in enumerate(zip(types, fn.args)):
+        obj = b.load(b.gep(args, [ir.Constant(I64, k)]))
+        if isinstance(t, tuple) and t[0] == "arr":
+            check(b.icmp_unsigned("==", field(obj, 8, ptr), item(ctx, CTX_NDARRAY)))
+            check(b.icmp_unsigned("!=", b.and_(field(obj, 64, i32), ir.Constant(i32, 1)),
+                                  ir.Constant(i32, 0)))
+            check(b.icmp_signed("==", field(field(obj, 56, ptr), 28, i32),
+                                ir.Constant(i32, type_nums[k])))
+            values.append(b.bitcast(field(obj, 16, ptr), p.type))
+        elif isinstance(t, tuple) and t[0] == "tup":
+            n = t[1]
+            check(b.icmp_unsigned("==", field(obj, 8, ptr), item(ctx, CTX_TUPLE)))
+            check(b.icmp_signed("==", field(obj, 16, I64), ir.Constant(I64, n)))
+            buf = at_entry().alloca(I64, size=max(n, 1))
+            for j in range(n):
+                b.store(as_int64(item(obj, j)), b.gep(buf, [ir.Constant(I64, j)]))
+            values.append(buf)
+        else:
+            values.append(as_int64(obj))
+    outs = []
+    call_args = at_entry().alloca(ptr, size=2)
+    for i, size in enumerate(info["output_sizes"]):     # numpy.empty(size, dtype)
+        size_obj = item(ctx, CTX_UNIT) if size is None else \
+            b.load(b.gep(args, [ir.Constant(I64, size)]))
+        b.store(size_obj, b.gep(call_args, [ir.Constant(I64, 0)]))
+        b.store(item(ctx, CTX_DTYPES + i), b.gep(call_args, [ir.Constant(I64, 1)]))
+        out = b.call(vcall, [item(ctx, CTX_EMPTY), call_args, ir.Constant(I64, 2),
+                             ir.Constant(ptr, None)])
+        failed = w.append_basic_block("empty_failed")
+        made = w.append_basic_block("empty_ok")
+        b.cbranch(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), failed, made)
+        b.position_at_end(failed)                      # MemoryError & co: raise it
+        for o in outs:
+            b.call(decref, [o])
+        b.ret(ir.Constant(ptr, None))
+        b.position_at_end(made)
+        outs.append(out)
+    out_ptrs = [b.bitcast(field(o, 16, ptr), p.type)
+                for o, p in zip(outs, fn.args[len(types):])]
+    state = b.call(save, [])
+    b.call(fn, values + out_ptrs)
+    b.call(restore, [state])
+    if info["threaded"]:
+        zero = item(ctx, CTX_ZERO)
+        b.call(incref, [zero])
+        b.ret(zero)
+    else:
+        result = b.call(tuple_new, [ir.Constant(I64, len(outs))])
+        for i, o in enumerate(outs):                    # steals each reference
+            b.call(tuple_set, [result, ir.Constant(I64, i), o])
+        b.ret(result)
+    b = ir.IRBuilder(fallback)
+    b.ret(b.call(vcall, [item(ctx, CTX_FALLBACK), args, nargs, ir.Constant(ptr, None)]))
+    return w
