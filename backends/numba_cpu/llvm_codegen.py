@@ -430,11 +430,18 @@ class FunctionBuilder:
         exit_ = self.fn.append_basic_block("wend")
         self.b.branch(head)
         self.b.position_at_end(head)
+        self._loop_body(st.body, head, exit_)
+
+    def _loop_body(self, stmts, head, exit_, step=None):
+        """A loop's body: its row buffers freed at the end of each iteration, then `step`
+        (a for loop's increment), then back to `head`; `break` goes to `exit_`."""
         self.loops.append(exit_)
         self.scratch.append([])
-        self.block(st.body)
+        self.block(stmts)
         if not self.b.block.is_terminated:
             self._free_scratch(all_levels=False)
+            if step is not None:
+                step()
             self.b.branch(head)
         self.scratch.pop()
         self.loops.pop()
@@ -464,17 +471,10 @@ class FunctionBuilder:
         self.b.cbranch(self.b.icmp_signed("<", i, stop) if is_signed(ty)
                        else self.b.icmp_unsigned("<", i, stop), body, exit_)
         self.b.position_at_end(body)
-        self.loops.append(exit_)
-        self.scratch.append([])
-        self.block(st.body)
-        if not self.b.block.is_terminated:
-            self._free_scratch(all_levels=False)
-            i = self.b.load(slot)
-            self.b.store(self.b.add(i, ir.Constant(LL[ty], 1)), slot)
-            self.b.branch(head)
-        self.scratch.pop()
-        self.loops.pop()
-        self.b.position_at_end(exit_)
+
+        def step():
+            self.b.store(self.b.add(self.b.load(slot), ir.Constant(LL[ty], 1)), slot)
+        self._loop_body(st.body, head, exit_, step)
 
     # -- expressions --
     def expr(self, node):
