@@ -857,6 +857,8 @@ def _np_dtype(dtype) -> str:
         dt = np.dtype(dtype)
         if dt.type.__module__ == "numpy" and hasattr(np, dt.name):
             text = f"np.{dt.name}"
+        elif np.dtype(dt.name) == dt:            # ml_dtypes' (bfloat16...): dt.str is '<V2'
+            text = f"np.dtype({dt.name!r})"
         else:
             text = f"np.dtype({dt.str!r})"
         if type(dtype) in core._dtype_classes:
