@@ -41,15 +41,29 @@ if COMPILER not in ("numba", "llvm"):
     raise ValueError(f"FNAD_KERNEL_COMPILER={COMPILER!r}: expected 'numba' or 'llvm'")
 
 
+# What the generated code calls (llvm_codegen: the builtins, the row buffers).
+_C_FUNCTIONS = ("PyLong_AsLongLong", "PyErr_Occurred", "PyErr_Clear", "PyObject_Vectorcall",
+                "PyEval_SaveThread", "PyEval_RestoreThread", "PyTuple_New", "PyTuple_SetItem",
+                "Py_IncRef", "Py_DecRef", "aligned_alloc", "malloc", "free")
+
+
 def layout_as_assumed() -> bool:
     """Whether this interpreter and NumPy lay out objects as the generated builtins read
     them (llvm_codegen.fastcall_wrapper): a 64-bit CPython with the GIL, ndarray's data,
     descr and flags at 16, 56 and 64, the descr's type number at 28, a tuple's size and items
-    at 16 and 24. Checked on live objects; where it fails, numba compiles the kernels."""
+    at 16 and 24; and the C functions the machine code calls are visible in this process
+    (where the JIT's linker finds them). Checked on live objects; where it fails, numba
+    compiles the kernels."""
     import sys
     import sysconfig
     if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8 or \
             sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return False
+    try:
+        process = ctypes.CDLL(None)
+        for name in _C_FUNCTIONS:
+            getattr(process, name)
+    except (OSError, AttributeError, TypeError):
         return False
 
     def at(address, ctype):
