@@ -592,21 +592,15 @@ class FunctionBuilder:
             return Val(B.udiv(x, y), ty)        # divisors here are nonzero (chunks >= 1)
         if op is ast.Mod and not is_signed(ty):
             return Val(B.urem(x, y), ty)
-        if op is ast.FloorDiv:       # Python floor division (callers guard b == 0, -1)
-            q = B.sdiv(x, y)
-            r = B.srem(x, y)
-            zero = ir.Constant(LL[ty], 0)
+        if op in (ast.FloorDiv, ast.Mod):   # Python's rounding (callers guard b == 0, -1):
+            r = B.srem(x, y)                 # truncated, moved toward -inf where the
+            zero = ir.Constant(LL[ty], 0)    # remainder's sign differs from the divisor's
             adj = B.and_(B.icmp_signed("!=", r, zero),
                          B.icmp_signed("!=", B.icmp_signed("<", r, zero),
                                        B.icmp_signed("<", y, zero)))
-            return Val(B.sub(q, B.zext(adj, LL[ty])), ty)
-        if op is ast.Mod:
-            r = B.srem(x, y)
-            zero = ir.Constant(LL[ty], 0)
-            adj = B.and_(B.icmp_signed("!=", r, zero),
-                         B.icmp_signed("!=", B.icmp_signed("<", r, zero),
-                                       B.icmp_signed("<", y, zero)))
-            return Val(B.select(adj, B.add(r, y), r), ty)
+            if op is ast.Mod:
+                return Val(B.select(adj, B.add(r, y), r), ty)
+            return Val(B.sub(B.sdiv(x, y), B.zext(adj, LL[ty])), ty)
         if op is ast.BitXor:
             return Val(B.xor(x, y), ty)
         if op is ast.BitAnd:
@@ -842,28 +836,9 @@ class FunctionBuilder:
 
 
 # ---- kernels ----------------------------------------------------------------------------------
-def split_kernels(src: str) -> dict:
-    """{name: FunctionDef} of the `k_*` functions in a generated program's source."""
-    tree = ast.parse(src)
-    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and
-            n.name.startswith("k_")}
-
-
-def param_types_from_sig(sig) -> list:
-    """fnad's signature tuple (('array','float32',1), ('tuple',4), ('int64',)) -> ours."""
-    out = []
-    for s in sig:
-        if s[0] == "array":
-            out.append(("arr", s[1]))
-        elif s[0] == "tuple":
-            out.append(("tup", s[1]))
-        else:
-            out.append(s[0])
-    return out
-
-
 def kernel_module(name, fn_ast, param_types, triple="", data_layout=""):
-    """(ir.Module, info) for one kernel. info: params, outputs [(name, dtype)], threaded."""
+    """(ir.Module, info) for one kernel. info: name, param_types, outputs [(name, dtype)],
+    output_sizes (the parameter giving each output's size, None for 0-d), threaded."""
     mod = ir.Module(name=name)
     if triple:
         mod.triple = triple
@@ -872,34 +847,10 @@ def kernel_module(name, fn_ast, param_types, triple="", data_layout=""):
     fb = FunctionBuilder(mod, fn_ast, param_types, {"np": np, "math": math}, name,
                          is_kernel=True)
     fb.build()
-    info = {"name": name, "params": [a.arg for a in fn_ast.args.args],
-            "param_types": param_types, "outputs": fb.outputs,
+    info = {"name": name, "param_types": param_types, "outputs": fb.outputs,
             "output_sizes": fb.output_sizes,
             "threaded": "counter" in [a.arg for a in fn_ast.args.args]}
     return mod, info
-
-
-def pyobject_wrapper(module, fn, info):
-    """`<name>__py`: the kernel taking each array (and int64 tuple, passed as an int64 array)
-    as a PyObject* of an ndarray, reading its data pointer at offset 16 (PyArrayObject's
-    `data`, after PyObject_HEAD): no .ctypes per call. No checks of type, dtype or layout:
-    the caller must pass C-contiguous arrays of the right dtype and keep them alive."""
-    obj = I8.as_pointer()
-    tys = [obj if isinstance(t, tuple) else LL[t] for t in info["param_types"]]
-    tys += [obj] * len(info["outputs"])
-    w = ir.Function(module, ir.FunctionType(ir.VoidType(), tys), info["name"] + "__py")
-    w.attributes.add("nounwind")
-    b = ir.IRBuilder(w.append_basic_block("entry"))
-    args = []
-    for a, p in zip(w.args, fn.args):
-        if isinstance(p.type, ir.PointerType):
-            slot = b.bitcast(b.gep(a, [ir.Constant(I64, 16)]), p.type.as_pointer())
-            args.append(b.load(slot, align=8))
-        else:
-            args.append(a)
-    b.call(fn, args)
-    b.ret_void()
-    return w
 
 
 # ---- the fast call: a CPython builtin (METH_FASTCALL) around a kernel ---------------------
