@@ -5,9 +5,9 @@ With it, codegen.py gives the driver a `Kernel` for each fused kernel instead of
 dispatcher. At the first call with each argument signature a Kernel translates its kernel
 source to LLVM IR (llvm_codegen.py), optimizes it with llvmlite at the level numba uses (O3,
 the loop vectorizer on, SLP off), emits object code for this CPU and keeps it in the cache
-dir (`fnad_llvm_<kernel>.<digest>.pkl`, keyed by the source, the signature, llvmlite's
-version and the CPU: a new process loads it in about a millisecond), then links it into one
-MCJIT engine per process. The object code includes a CPython builtin (METH_FASTCALL,
+dir (`fnad_llvm_<kernel>.<digest>.pkl`, keyed by the source, the signature, the
+translator's own source, llvmlite's version and the CPU: a new process loads it in about a
+millisecond), then links it into one MCJIT engine per process. The object code includes a CPython builtin (METH_FASTCALL,
 llvm_codegen.fastcall_wrapper) that checks the arguments, allocates the outputs with
 numpy.empty and runs the kernel without the GIL; once a kernel has one, the drivers that
 call it (`bind`) call the builtin directly. The driver, the threads (runtime.run_threaded /
@@ -81,7 +81,6 @@ def layout_as_assumed() -> bool:
 
 ENABLED = COMPILER == "llvm" and layout_as_assumed()
 
-CACHE_VERSION = 2                    # of the translator's output: bump to drop cached code
 FALLBACKS: list = []                 # (kernel name, reason): signatures run by numba instead
 _LOCK = threading.Lock()             # one compile at a time (the engine is shared)
 _JIT: dict = {}                      # "engine", "tm", "llvm": built at the first compile
@@ -98,10 +97,17 @@ def _jit():
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
         tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="static",
                                           codemodel="jitdefault", jit=True)
+        import pathlib
+
         import llvmlite
+        here = pathlib.Path(__file__).parent     # the code that makes the object code
+        translator = hashlib.sha256(b"".join(
+            (here / f).read_bytes() for f in ("llvm_codegen.py", "llvm_kernels.py",
+                                              "mathfns.py", "runtime.py"))).hexdigest()
         _JIT.update(llvm=llvm, tm=tm, engine=llvm.create_mcjit_compiler(
             llvm.parse_assembly(""), tm), objects=[],
-            machine=(llvmlite.__version__, llvm.get_process_triple(), cpu, features))
+            machine=(translator, llvmlite.__version__, llvm.get_process_triple(), cpu,
+                     features))
     return _JIT
 
 
@@ -222,7 +228,7 @@ class Kernel:
 
         from fnad.backends.numba_cpu.codegen import _replace, cache_dir
         jit = _jit()
-        key = repr((CACHE_VERSION, self.source, sig, jit["machine"]))
+        key = repr((self.source, sig, jit["machine"]))
         digest = hashlib.sha256(key.encode()).hexdigest()[:20]
         path = cache_dir() / f"fnad_llvm_{self.name}.{digest}.pkl"
         try:
