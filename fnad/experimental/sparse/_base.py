@@ -16,7 +16,13 @@ from collections.abc import Sequence
 
 from fnad.core import Tracer
 
-__all__ = ["JAXSparse"]
+__all__ = ["JAXSparse", "check_format"]
+
+
+def check_format(mat, cls, what: str, noun: str) -> None:
+    """A TypeError naming the function `what` unless `mat` is a `cls` (a format class)."""
+    if not isinstance(mat, cls):
+        raise TypeError(f"{what} expects a {cls.__name__} {noun}, got {type(mat).__name__}")
 
 
 class JAXSparse(abc.ABC):

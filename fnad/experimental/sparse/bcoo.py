@@ -29,7 +29,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import dtypes, lax, tree_util
 from fnad.core import ConcretizationTypeError, Tracer
-from fnad.experimental.sparse._base import JAXSparse
+from fnad.experimental.sparse._base import JAXSparse, check_format
 
 __all__ = ["BCOO", "bcoo_fromdense", "bcoo_todense", "bcoo_extract", "bcoo_transpose",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates",
@@ -348,8 +348,7 @@ def todense(arr):
 
 
 def _check_bcoo(mat, what: str) -> None:
-    if not isinstance(mat, BCOO):
-        raise TypeError(f"{what} expects a BCOO array, got {type(mat).__name__}")
+    check_format(mat, BCOO, what, "array")
 
 
 # ---- fromdense / todense / extract ---------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import tree_util
 from fnad.core import Tracer
-from fnad.experimental.sparse._base import JAXSparse
+from fnad.experimental.sparse._base import JAXSparse, check_format
 from fnad.experimental.sparse.bcoo import BCOO, bcoo_fromdense, bcoo_sort_indices
 
 __all__ = ["BCSR", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
@@ -202,8 +202,7 @@ def bcsr_todense(mat: BCSR):
 
 
 def _check_bcsr(mat, what: str) -> None:
-    if not isinstance(mat, BCSR):
-        raise TypeError(f"{what} expects a BCSR array, got {type(mat).__name__}")
+    check_format(mat, BCSR, what, "array")
 
 
 def bcsr_extract(indices, indptr, mat):

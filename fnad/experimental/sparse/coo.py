@@ -21,7 +21,7 @@ import numpy as np
 import fnad.numpy as jnp
 from fnad import dtypes, lax, tree_util
 from fnad.core import ConcretizationTypeError
-from fnad.experimental.sparse._base import JAXSparse
+from fnad.experimental.sparse._base import JAXSparse, check_format
 
 __all__ = ["COO", "COOInfo", "coo_fromdense", "coo_todense", "coo_matvec", "coo_matmat"]
 
@@ -173,8 +173,7 @@ tree_util.register_pytree_node(COO, COO.tree_flatten, COO.tree_unflatten)
 
 
 def _check_coo(mat, what: str) -> None:
-    if not isinstance(mat, COO):
-        raise TypeError(f"{what} expects a COO matrix, got {type(mat).__name__}")
+    check_format(mat, COO, what, "matrix")
 
 
 # ---- conversions -----------------------------------------------------------------------------
@@ -203,6 +202,14 @@ def _scatter_rows(shape, row, col, values):
 
 
 # ---- products -------------------------------------------------------------------------------
+def _dense_operand(x, ndim: int, what: str, name: str):
+    """x as an array of rank `ndim` (a ValueError naming `what` and the argument if not)."""
+    x = jnp.asarray(x)
+    if x.ndim != ndim:
+        raise ValueError(f"{what}: {name} must be {ndim}-D, got shape {x.shape}")
+    return x
+
+
 def _product(data, row, col, dense, shape, transpose: bool, what: str):
     """sum_k data[k] * dense[col[k]] into out[row[k]] (rows and cols swapped if transposed)."""
     if transpose:
@@ -220,16 +227,12 @@ def _product(data, row, col, dense, shape, transpose: bool, what: str):
 def coo_matvec(mat: COO, v, transpose: bool = False):
     """mat @ v (mat.T @ v if transpose) for a dense vector v."""
     _check_coo(mat, "coo_matvec")
-    v = jnp.asarray(v)
-    if v.ndim != 1:
-        raise ValueError(f"coo_matvec: v must be 1-D, got shape {v.shape}")
+    v = _dense_operand(v, 1, "coo_matvec", "v")
     return _product(mat.data, mat.row, mat.col, v, mat.shape, transpose, "coo_matvec")
 
 
 def coo_matmat(mat: COO, B, *, transpose: bool = False):
     """mat @ B (mat.T @ B if transpose) for a dense matrix B."""
     _check_coo(mat, "coo_matmat")
-    B = jnp.asarray(B)
-    if B.ndim != 2:
-        raise ValueError(f"coo_matmat: B must be 2-D, got shape {B.shape}")
+    B = _dense_operand(B, 2, "coo_matmat", "B")
     return _product(mat.data, mat.row, mat.col, B, mat.shape, transpose, "coo_matmat")

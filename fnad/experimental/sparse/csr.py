@@ -20,9 +20,10 @@ import numpy as np
 
 import fnad.numpy as jnp
 from fnad import tree_util
-from fnad.experimental.sparse._base import JAXSparse
-from fnad.experimental.sparse.coo import (COO, _check_2d, _concrete_nse, _one_dim_index,
-                                          _product, _scatter_rows, _sparse_matmul)
+from fnad.experimental.sparse._base import JAXSparse, check_format
+from fnad.experimental.sparse.coo import (COO, _check_2d, _concrete_nse, _dense_operand,
+                                          _one_dim_index, _product, _scatter_rows,
+                                          _sparse_matmul)
 
 __all__ = ["CSR", "CSC", "csr_fromdense", "csr_todense", "csr_matvec", "csr_matmat"]
 
@@ -159,8 +160,7 @@ for _cls in (CSR, CSC):
 
 
 def _check_csr(mat, what: str) -> None:
-    if not isinstance(mat, CSR):
-        raise TypeError(f"{what} expects a CSR matrix, got {type(mat).__name__}")
+    check_format(mat, CSR, what, "matrix")
 
 
 # ---- conversions -----------------------------------------------------------------------------
@@ -188,9 +188,7 @@ def csr_todense(mat: CSR):
 def csr_matvec(mat: CSR, v, transpose: bool = False):
     """mat @ v (mat.T @ v if transpose) for a dense vector v."""
     _check_csr(mat, "csr_matvec")
-    v = jnp.asarray(v)
-    if v.ndim != 1:
-        raise ValueError(f"csr_matvec: v must be 1-D, got shape {v.shape}")
+    v = _dense_operand(v, 1, "csr_matvec", "v")
     return _product(mat.data, _rows_of(mat.indptr, mat.nse), mat.indices, v, mat.shape,
                     transpose, "csr_matvec")
 
@@ -198,8 +196,6 @@ def csr_matvec(mat: CSR, v, transpose: bool = False):
 def csr_matmat(mat: CSR, B, *, transpose: bool = False):
     """mat @ B (mat.T @ B if transpose) for a dense matrix B."""
     _check_csr(mat, "csr_matmat")
-    B = jnp.asarray(B)
-    if B.ndim != 2:
-        raise ValueError(f"csr_matmat: B must be 2-D, got shape {B.shape}")
+    B = _dense_operand(B, 2, "csr_matmat", "B")
     return _product(mat.data, _rows_of(mat.indptr, mat.nse), mat.indices, B, mat.shape,
                     transpose, "csr_matmat")
