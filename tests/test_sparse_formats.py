@@ -136,6 +136,14 @@ def test_errors():
         fs.COO.fromdense(X).sum()
     with pytest.raises(TypeError, match="expects a CSR"):
         fs.csr_todense(fs.COO.fromdense(X))
+    M = fs.BCSR.fromdense(X)
+    with pytest.raises(ValueError, match="do not fit a matrix of shape"):
+        fs.bcsr_extract(M.indices, M.indptr, X.T)                # indptr needs 4 + 1 rows
+    with pytest.raises(TypeError, match=r"bcsr_concatenate \(operand 1\) expects a BCSR"):
+        fs.bcsr_concatenate([M, fs.BCOO.fromdense(X)], dimension=0)
+    with pytest.raises(ValueError, match="do not index the product's shape"):
+        fs.bcoo_dot_general_sampled(X, X.T, np.zeros((2, 3), np.int32),
+                                    dimension_numbers=(([1], [0]), ([], [])))
 
 
 @pytest.mark.parametrize("n_batch", [0, 1])
