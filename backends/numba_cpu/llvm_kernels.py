@@ -3,16 +3,16 @@ compiles the kernels with numba instead).
 
 With it, codegen.py gives the driver a `Kernel` for each fused kernel instead of numba's
 dispatcher. At the first call with each argument signature a Kernel translates its kernel
-source to LLVM IR (llvm_codegen.py), optimizes it with llvmlite at the level numba uses (O3,
-the loop vectorizer on, SLP off), emits object code for this CPU and keeps it in the cache
-dir (`fnad_llvm_<kernel>.<digest>.pkl`, keyed by the source, the signature, the
+source to LLVM IR (llvm_codegen.py), optimizes it with llvmlite at the level numba uses
+(O3, the loop vectorizer on, SLP off), emits object code for this CPU and keeps it in the
+cache dir (`fnad_llvm_<kernel>.<digest>.pkl`, keyed by the source, the signature, the
 translator's own source, llvmlite's version and the CPU: a new process loads it in about a
-millisecond), then links it into one MCJIT engine per process. The object code includes a CPython builtin (METH_FASTCALL,
-llvm_codegen.fastcall_wrapper) that checks the arguments, allocates the outputs with
-numpy.empty and runs the kernel without the GIL; once a kernel has one, the drivers that
-call it (`bind`) call the builtin directly. The driver, the threads (runtime.run_threaded /
-run_together) and the results are the numba path's; the results are bit-identical (the
-same LLVM, the same flags).
+millisecond), then links it into one MCJIT engine per process. The object code includes a
+CPython builtin (METH_FASTCALL, llvm_codegen.fastcall_wrapper) that checks the arguments,
+allocates the outputs with numpy.empty and runs the kernel without the GIL; once a kernel
+has one, the drivers that call it (`bind`) call the builtin directly. The driver, the
+threads (runtime.run_threaded / run_together) and the results are the numba path's; the
+results are bit-identical (the same LLVM, the same flags).
 
 Why: compiling is 4-6x faster than numba (numba's own Python front end is skipped); a GPT
 training step's 22 kernels: 0.58 s against 3.0 s in a fresh process. A call costs less
