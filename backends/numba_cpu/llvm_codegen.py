@@ -582,12 +582,10 @@ class FunctionBuilder:
             if f is None:
                 raise NotImplementedError(f"float {op.__name__}")
             return Val(f(x, y, flags=fl), ty)
-        if op is ast.Add:
-            return Val(B.add(x, y), ty)
-        if op is ast.Sub:
-            return Val(B.sub(x, y), ty)
-        if op is ast.Mult:
-            return Val(B.mul(x, y), ty)
+        wrapping = {ast.Add: B.add, ast.Sub: B.sub, ast.Mult: B.mul, ast.BitXor: B.xor,
+                    ast.BitAnd: B.and_, ast.BitOr: B.or_}.get(op)
+        if wrapping is not None:
+            return Val(wrapping(x, y), ty)
         if op is ast.FloorDiv and not is_signed(ty):
             return Val(B.udiv(x, y), ty)        # divisors here are nonzero (chunks >= 1)
         if op is ast.Mod and not is_signed(ty):
@@ -601,12 +599,6 @@ class FunctionBuilder:
             if op is ast.Mod:
                 return Val(B.select(adj, B.add(r, y), r), ty)
             return Val(B.sub(B.sdiv(x, y), B.zext(adj, LL[ty])), ty)
-        if op is ast.BitXor:
-            return Val(B.xor(x, y), ty)
-        if op is ast.BitAnd:
-            return Val(B.and_(x, y), ty)
-        if op is ast.BitOr:
-            return Val(B.or_(x, y), ty)
         raise NotImplementedError(f"int {op.__name__} on {ty}")
 
     def ex_BoolOp(self, node):
