@@ -26,8 +26,8 @@ def main() -> None:
     lp, state, names = LineProfiler(), {"on": False}, {}
     load = codegen.load_driver
 
-    def load_driver(src, kernels):                     # wrap every generated driver's run
-        make = load(src, kernels)
+    def load_driver(src, kernels, *rest):              # wrap every generated driver's run
+        make = load(src, kernels, *rest)
 
         def wrapped(K):
             run = make(K)
