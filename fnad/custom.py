@@ -151,8 +151,9 @@ def _aval_of(x) -> ShapedArray:
     return get_aval(x)
 
 
-def _match(x, expect: ShapedArray, what: Callable[[ShapedArray], str]):
-    """`x` with the type `expect`: a weak-typed value is converted, anything else raises."""
+def _match(x, expect: ShapedArray, what: Callable[[ShapedArray], str], exc=TypeError):
+    """`x` with the type `expect`: a weak-typed value is converted, anything else raises
+    `exc` (jax: TypeError for a JVP rule's tangent, ValueError for a bwd rule's cotangent)."""
     aval = _aval_of(x)
     if aval.shape == expect.shape and aval.dtype == expect.dtype:
         return x
@@ -160,7 +161,7 @@ def _match(x, expect: ShapedArray, what: Callable[[ShapedArray], str]):
             and expect.dtype != dtypes.float0 and dtypes.is_inexact(expect.dtype)):
         from fnad.primitives.logic import convert_element_type
         return convert_element_type(x, expect.dtype)
-    raise TypeError(what(aval))
+    raise exc(what(aval))
 
 
 def _check_pair(pair, rule: str, what: str) -> None:
@@ -449,7 +450,7 @@ def _check_bwd_out(cts, in_tree, in_avals, bwd_name: str, fun_name: str) -> list
         out.append(_match(ct, expect, lambda got, i=i, a=a, e=expect: (
             f"custom_vjp bwd rule {bwd_name} for {fun_name} returned a cotangent of type "
             f"{got.str_short()} for argument leaf {i} of type {a.str_short()}; it must have "
-            f"type {e.str_short()} (arguments {_types(in_tree, in_avals)})")))
+            f"type {e.str_short()} (arguments {_types(in_tree, in_avals)})"), ValueError))
     return out
 
 
