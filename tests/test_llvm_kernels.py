@@ -177,6 +177,51 @@ def test_the_compiled_builtin_checks_its_arguments():
         fast(size, x)
 
 
+ROW_SUMS = """
+import numba
+import numpy as np
+from fnad.backends.numba_cpu.runtime import empty
+
+
+@numba.njit(error_model='numpy', nogil=True)
+def k_row_sums(sz, a0, s0):
+    n0 = sz[0]
+    n1 = sz[1]
+    o0 = empty(s0, np.float32)
+    b0 = empty(n1, np.float32)
+    for i0 in range(n0):
+        b1 = empty(n1, np.float32)
+        for i1 in range(n1):
+            b0[i1] = a0[i0 * n1 + i1]
+            b1[i1] = b0[i1]
+        r0 = np.float32(0.0)
+        for i1 in range(n1):
+            r0 = r0 + b1[i1]
+        o0[i0] = r0
+    return (o0, )
+"""
+
+
+def test_a_row_buffer_that_cannot_be_allocated_raises_memory_error():
+    namespace = {}
+    exec(ROW_SUMS, namespace)                     # noqa: S102 - a kernel source, as codegen's
+    kernel = llvm_kernels.Kernel("k_row_sums", ROW_SUMS, lambda: namespace["k_row_sums"])
+    driver = {}
+    kernel.bind(driver)
+    x = np.arange(6, dtype=np.float32)
+    before = len(llvm_kernels.FALLBACKS)
+    (out,) = kernel(np.array([2, 3], np.uint64), x, 2)
+    np.testing.assert_array_equal(out, [3, 12])
+    fast = driver["k_row_sums"]
+    assert type(fast).__name__ == "builtin_function_or_method"
+    for _ in range(3):                            # 2^60 bytes a row: aligned_alloc fails
+        with pytest.raises(MemoryError):
+            fast(np.array([2, 1 << 58], np.uint64), x, 2)
+    (out,) = fast(np.array([3, 2], np.uint64), x, 3)      # and the builtin still works
+    np.testing.assert_array_equal(out, [1, 5, 9])
+    assert llvm_kernels.FALLBACKS[before:] == []
+
+
 def test_the_object_layouts_the_builtins_read_hold_here():
     """CPython 3.11 on 64-bit Linux with NumPy 2 (CI's): the llvm compiler may be used."""
     assert llvm_kernels.layout_as_assumed()

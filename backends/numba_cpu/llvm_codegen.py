@@ -16,9 +16,10 @@ Calling convention of a translated kernel `k(params...)` (void, C ABI, all point
   - a tuple of ints (strides `st<k>`)    -> pointer to int64[n]
   - an int parameter (sizes s<k>, chunks) -> i64 (sizes of kernel-allocated outputs unused)
   - then one pointer per `o<k> = empty(...)` at function level (the kernel's outputs, which
-    the caller allocates with np.empty); `return (...)` / `return 0` return nothing.
+    the caller allocates with np.empty); `return (...)` / `return 0` return status 0.
 `empty(n, dt)` inside a loop (row buffers) is allocated there (aligned_alloc) and freed at
-the end of that loop body. mathfns functions (exp_f32, ...) and runtime.py's integer
+the end of that loop body; where the allocation fails the kernel frees what it holds and
+returns OUT_OF_MEMORY, which its builtin raises as MemoryError. mathfns functions (exp_f32, ...) and runtime.py's integer
 division helpers are translated from their source too (internal, alwaysinline; `contract`
 on mathfns' float ops, as their numba flags). Semantics that differ from numba's and do not
 matter for fnad's kernels (which cast every result to its dtype): small integers are not
@@ -49,6 +50,7 @@ SIZE = {"float32": 4, "float64": 8, "bool": 1, "int8": 1, "uint8": 1, "int16": 2
 NP_NAMES = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
             "uint32", "uint64", "bool_"}
 REDUCE_FLAGS = ("reassoc", "nsz")
+OUT_OF_MEMORY = 1           # a kernel's status when a row buffer's allocation failed
 SCRATCH_ALIGN = 64          # row buffers: aligned_alloc(64) (0: malloc, 16-byte aligned)
 
 
@@ -241,7 +243,7 @@ class FunctionBuilder:
         llparams = [self._ll_param(t) for t in self.param_types]
         llparams += [MEM[dt].as_pointer() for _, dt in self.outputs]
         if self.is_kernel:
-            ret = ir.VoidType()
+            ret = I32                            # 0, or OUT_OF_MEMORY (a row buffer)
         else:
             ret = self._infer_return_type(names)
         fnty = ir.FunctionType(LL[ret] if ret != "void" and not isinstance(ret, ir.Type)
@@ -272,7 +274,9 @@ class FunctionBuilder:
         self.block(fa.body)
         if not self.b.block.is_terminated:
             self._free_scratch(all_levels=True)
-            if self.is_kernel or self.ret_type == "void":
+            if self.is_kernel:
+                self.b.ret(ir.Constant(I32, 0))
+            elif self.ret_type == "void":
                 self.b.ret_void()
             else:
                 self.b.unreachable()
@@ -378,7 +382,7 @@ class FunctionBuilder:
     def st_Return(self, st):
         self._free_scratch(all_levels=True)
         if self.is_kernel:
-            self.b.ret_void()
+            self.b.ret(ir.Constant(I32, 0))
         else:
             self.b.ret(self.cast(self.expr(st.value), self.ret_type))
 
@@ -391,6 +395,19 @@ class FunctionBuilder:
         for lst in levels:
             for p in lst:
                 self.b.call(self._libc("free"), [self.b.bitcast(p, I8.as_pointer())])
+
+    def _unless_null(self, raw):
+        """Go on if the allocation `raw` succeeded; else free the row buffers allocated so
+        far (every one in scope: the code is structured, so they dominate this point) and
+        return OUT_OF_MEMORY, which the builtin raises as MemoryError."""
+        failed = self.fn.append_basic_block("alloc_failed")
+        ok = self.fn.append_basic_block("alloc_ok")
+        null = self.b.icmp_unsigned("==", raw, ir.Constant(raw.type, None))
+        self.b.cbranch(null, failed, ok).set_weights([1, 1000])
+        self.b.position_at_end(failed)
+        self._free_scratch(all_levels=True)
+        self.b.ret(ir.Constant(I32, OUT_OF_MEMORY))
+        self.b.position_at_end(ok)
 
     def _libc(self, name):
         if name in self.module.globals:
@@ -779,6 +796,7 @@ class FunctionBuilder:
                 raw = self.b.call(self._libc("aligned_alloc"), [a, nbytes])
             else:
                 raw = self.b.call(self._libc("malloc"), [nbytes])
+            self._unless_null(raw)
             p = self.b.bitcast(raw, MEM[dt].as_pointer())
             self.scratch[-1].append(p)
             return Val(p, ("arr", dt))
@@ -862,7 +880,8 @@ def fastcall_wrapper(module, fn, info, type_nums):
     It checks every argument (an exact numpy.ndarray, C-contiguous, of the compiled dtype's
     `type_nums[k]`; an exact int that fits int64; a tuple of such ints of the compiled
     length), allocates the outputs with numpy.empty, runs the kernel without the GIL and
-    returns the outputs' tuple (0 for a threaded kernel), as numba's dispatcher does. Any
+    returns the outputs' tuple (0 for a threaded kernel), as numba's dispatcher does, or
+    raises MemoryError where the kernel could not allocate a row buffer. Any
     argument it does not take is handed, with all the others, to ctx's fallback (the
     Kernel's general path), whose result it returns."""
     ptr = I8.as_pointer()
@@ -965,8 +984,17 @@ def fastcall_wrapper(module, fn, info, type_nums):
     out_ptrs = [b.bitcast(field(o, 16, ptr), p.type)
                 for o, p in zip(outs, fn.args[len(types):])]
     state = b.call(save, [])
-    b.call(fn, values + out_ptrs)
+    status = b.call(fn, values + out_ptrs)
     b.call(restore, [state])
+    no_memory = w.append_basic_block("no_memory")       # a row buffer was not allocated
+    done = w.append_basic_block("done")
+    b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), no_memory, done)
+    b.position_at_end(no_memory)
+    for o in outs:
+        b.call(decref, [o])
+    b.call(decl("PyErr_NoMemory", ptr, []), [])
+    b.ret(ir.Constant(ptr, None))
+    b.position_at_end(done)
     if info["threaded"]:
         zero = item(ctx, CTX_ZERO)
         b.call(incref, [zero])
