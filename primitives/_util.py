@@ -51,7 +51,7 @@ def unop_abstract_eval(name: str, kinds: tuple[str, ...], result_dtype=None):
         check_kind(name, x, kinds)
         if result_dtype is None:
             return x                                   # avals are immutable: share it
-        return ShapedArray(x.shape, result_dtype, False)
+        return ShapedArray(x.shape, result_dtype, x.weak_type)     # weak stays weak, as jax's
     return rule
 
 
@@ -86,8 +86,8 @@ def naryop_abstract_eval(name: str, kinds: tuple[str, ...], result_dtype=None):
                     broadcast_shapes(name, *args)      # raises, naming every shape
             weak = weak and a.weak_type
         check_kind(name, first, kinds)
-        if result_dtype is not None:
-            return ShapedArray(shape, result_dtype, False)
+        if result_dtype is not None:                   # weak stays weak, as jax's
+            return ShapedArray(shape, result_dtype, weak)
         if shape is first.shape and weak == first.weak_type:
             return first
         return ShapedArray(shape, dt, weak)

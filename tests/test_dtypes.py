@@ -517,3 +517,45 @@ def test_strict_promotion_error_names_the_dtypes_and_retraces_jit():
     assert add(a, b).dtype == F32
     with pytest.raises(ValueError, match="jax_numpy_dtype_promotion.*strict"):
         config.update("jax_numpy_dtype_promotion", "loose")
+
+
+# Boolean results: comparisons keep their operands' weak type (a weak bool, as jax's); a
+# weak bool joined with a weak bool is strong (result_type drops weak on bool); isinf,
+# isposinf and signbit are strong whatever their input; isreal/iscomplex follow imag.
+WEAK_BOOL_CASES = {
+    "lt": lambda np_, lax: lambda x: x < 2.0,
+    "lax.lt": lambda np_, lax: lambda x: lax.lt(x, x),
+    "ne_self": lambda np_, lax: lambda x: x != x,
+    "is_finite": lambda np_, lax: lambda x: lax.is_finite(x * 1.0),
+    "isnan": lambda np_, lax: lambda x: np_.isnan(x),
+    "isfinite": lambda np_, lax: lambda x: np_.isfinite(x),
+    "isinf": lambda np_, lax: lambda x: np_.isinf(x),
+    "isposinf": lambda np_, lax: lambda x: np_.isposinf(x * 1.0),
+    "signbit": lambda np_, lax: lambda x: np_.signbit(x),
+    "isreal": lambda np_, lax: lambda x: np_.isreal(x),
+    "iscomplex": lambda np_, lax: lambda x: np_.iscomplex(x * 1j),
+    "invert": lambda np_, lax: lambda x: ~(x < 1),
+    "and": lambda np_, lax: lambda x: (x < 1) & (x < 2),
+    "eq_bools": lambda np_, lax: lambda x: (x < 1) == (x < 2),
+    "add_bools": lambda np_, lax: lambda x: (x < 1) + (x < 2),
+    "logical_and": lambda np_, lax: lambda x: np_.logical_and(x < 1, x > 0),
+    "times_int": lambda np_, lax: lambda x: (x < 2.0) * 2,
+    "where": lambda np_, lax: lambda x: np_.where(x < 2.0, 1, 2),
+    "where_bools": lambda np_, lax: lambda x: np_.where(x < 1, x < 2, x < 3),
+    "sum": lambda np_, lax: lambda x: (x < 1).sum(),
+}
+
+
+@pytest.mark.parametrize("arg", [1.0, 1, np.float32(1)], ids=["float", "int", "f32"])
+@pytest.mark.parametrize("case", sorted(WEAK_BOOL_CASES))
+def test_weak_type_of_boolean_results_as_jax(case, arg):
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    import fnad
+    import fnad.numpy as fnp
+    f = WEAK_BOOL_CASES[case]
+    want = jax.eval_shape(f(jax.numpy, jax.lax), arg)
+    got = fnad.eval_shape(f(fnp, fnad.lax), arg)
+    assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)
+    want = f(jax.numpy, jax.lax)(jax.numpy.asarray(arg))      # eager, on a (weak) array
+    got = f(fnp, fnad.lax)(fnp.asarray(arg))
+    assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)

@@ -196,12 +196,12 @@ def isinf(x: ArrayLike, /) -> Array:
     check_arraylike("isinf", x)
     x = ensure_array(x)
     dt = x.aval.dtype
-    if dtypes.is_float(dt):
-        return lg.eq(ew.abs(x), _const(x, np.inf))
+    if dtypes.is_float(dt):                    # (a strong inf: the result is never weak)
+        return lg.eq(ew.abs(x), np.array(np.inf, dt))
     if dtypes.is_complex(dt):
         re, im = ew.real(x), ew.imag(x)
-        return lg.bitwise_or(lg.eq(ew.abs(re), _const(re, np.inf)),
-                             lg.eq(ew.abs(im), _const(im, np.inf)))
+        inf = np.array(np.inf, re.aval.dtype)
+        return lg.bitwise_or(lg.eq(ew.abs(re), inf), lg.eq(ew.abs(im), inf))
     return _full_like(x, False, np.bool_)
 
 
@@ -209,18 +209,16 @@ def iscomplex(x: ArrayLike) -> Array:
     """Whether each element has a nonzero imaginary part (False for real dtypes)."""
     check_arraylike("iscomplex", x)
     x = ensure_array(x)
-    if not dtypes.is_complex(x.aval.dtype):
-        return _full_like(x, False, np.bool_)
-    return lg.ne(ew.imag(x), 0)
+    im = ew.imag(x) if dtypes.is_complex(x.aval.dtype) else _full_like(x, 0)
+    return lg.ne(im, _const(im, 0))                 # (weak for a weak x, as jax's)
 
 
 def isreal(x: ArrayLike) -> Array:
     """Whether each element has a zero imaginary part (True for real dtypes)."""
     check_arraylike("isreal", x)
     x = ensure_array(x)
-    if not dtypes.is_complex(x.aval.dtype):
-        return _full_like(x, True, np.bool_)
-    return lg.eq(ew.imag(x), 0)
+    im = ew.imag(x) if dtypes.is_complex(x.aval.dtype) else _full_like(x, 0)
+    return lg.eq(im, _const(im, 0))                 # (weak for a weak x, as jax's)
 
 
 def iterable(y) -> bool:
@@ -236,8 +234,8 @@ def _isposneginf(name, infinity, x):
     check_arraylike(name, x)
     x = ensure_array(x)
     dt = x.aval.dtype
-    if dtypes.is_float(dt):
-        return lg.eq(x, _const(x, infinity))
+    if dtypes.is_float(dt):                    # (a strong inf: the result is never weak)
+        return lg.eq(x, np.array(infinity, dt))
     if dtypes.is_complex(dt):
         raise ValueError("isposinf/isneginf are not well defined for complex types")
     return _full_like(x, False, np.bool_)
@@ -277,15 +275,16 @@ def signbit(x: ArrayLike, /) -> Array:
     (x,) = promote_args("signbit", x)
     x = ensure_array(x)
     dt = x.aval.dtype
+    zero = np.zeros((), dt)                      # strong: the result is never weak, as jax's
     if dtypes.is_int(dt):
-        return lg.lt(x, _const(x, 0))
+        return lg.lt(x, zero)
     if dt == _B1:
         return _full_like(x, False, np.bool_)
     if not dtypes.is_float(dt):
         raise ValueError(f"fnad.numpy.signbit is not well defined for {dt}")
     # Without a bitcast primitive, -0.0 is told from +0.0 by the sign of 1/x = -inf.
-    neg_zero = lg.bitwise_and(lg.eq(x, 0), lg.lt(ew.div(_const(x, 1), x), 0))
-    return lg.bitwise_or(lg.lt(x, 0), neg_zero)
+    neg_zero = lg.bitwise_and(lg.eq(x, zero), lg.lt(ew.div(_const(x, 1), x), zero))
+    return lg.bitwise_or(lg.lt(x, zero), neg_zero)
 
 
 def copysign(x1: ArrayLike, x2: ArrayLike, /) -> Array:

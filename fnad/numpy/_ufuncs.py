@@ -65,7 +65,9 @@ def _binary(name: str, x, y):
     x_arr = type(x) is Array or isinstance(x, Tracer)
     y_arr = type(y) is Array or isinstance(y, Tracer)
     if x_arr and y_arr:
-        if x.aval.dtype == y.aval.dtype and x.aval.shape == y.aval.shape:
+        xa, ya = x.aval, y.aval
+        if xa.dtype == ya.dtype and xa.shape == ya.shape and not (
+                xa.weak_type and ya.weak_type and xa.dtype == _B1):   # (weak bools: strong)
             return x, y
     elif x_arr and type(y) in _NUMBERS:
         out = _with_literal(x.aval.dtype, y)
