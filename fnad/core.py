@@ -243,30 +243,44 @@ class ShapedArray:
 
 
 class ShapeDtypeStruct:
-    """A shape and dtype standing in for an array (for `eval_shape` and friends)."""
+    """A shape and dtype standing in for an array (for `eval_shape` and friends), as jax's:
+    `weak_type` and `sharding` are keyword-only; `sharding` is kept (fnad runs on one
+    device) and takes part in equality, as in jax."""
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.weak_type = weak_type
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+    def update(self, **kwargs) -> ShapeDtypeStruct:
+        """A copy with the given fields (shape, dtype, sharding, weak_type) replaced."""
+        unknown = set(kwargs) - set(self.__slots__)
+        if unknown:
+            raise TypeError(f"ShapeDtypeStruct.update: unknown fields {sorted(unknown)}; "
+                            f"it has {list(self.__slots__)}")
+        fields = {name: getattr(self, name) for name in self.__slots__} | kwargs
+        return ShapeDtypeStruct(fields.pop("shape"), fields.pop("dtype"), **fields)
+
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding == other.sharding)
 
     def __hash__(self):
-        h = self._hash
-        if h is None:
-            h = self._hash = hash((self.shape, self.dtype, self.weak_type))
-        return h
+        return hash((self.shape, self.dtype, self.weak_type, self.sharding))
 
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+        sharding = "" if self.sharding is None else f", sharding={self.sharding}"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding}{weak})"
 
 
 _scalar_avals: dict = {}   # (Python type, x64) -> aval

@@ -242,7 +242,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
         with core.set_current_trace(outer):
             closed = trace_to_jaxpr(flat_fun, avals, f"make_jaxpr of {name}")
         if return_shape:
-            shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+            shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                       for a in closed.out_avals]
             return closed, tree_util.tree_unflatten(out_tree[0], shapes)
         return closed
@@ -262,7 +262,7 @@ def eval_shape(fun: Callable, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     closed = trace_to_jaxpr(flat_fun, [shaped_abstractify(x) for x in flat],
                             f"eval_shape of {getattr(fun, '__name__', 'fun')}")
-    shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
+    shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
     return tree_util.tree_unflatten(out_tree[0], shapes)
 
 

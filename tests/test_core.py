@@ -89,3 +89,23 @@ def test_tracers_are_instances_of_array():
     assert seen == [True, True, True]
     assert isinstance(fnad.numpy.ones(2), fnad.Array) and not isinstance(1.0, fnad.Array)
     assert not isinstance(np.ones(2), fnad.Array)
+
+
+def test_shape_dtype_struct_as_jax():
+    import fnad
+    s = fnad.ShapeDtypeStruct([2, 3], "float32")
+    assert (s.shape, s.dtype, s.weak_type, s.sharding, s.ndim, s.size) == (
+        (2, 3), np.dtype(np.float32), False, None, 2, 6)
+    assert {s: 1}[fnad.ShapeDtypeStruct((2, 3), np.float32)] == 1     # hashable, equal
+    weak = s.update(weak_type=True)
+    assert weak != s and weak.shape == (2, 3) and weak.weak_type
+    assert repr(s) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
+    assert repr(weak) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32, weak_type=True)"
+    assert repr(fnad.eval_shape(lambda x: x < 2.0, 1.0)) == (
+        "ShapeDtypeStruct(shape=(), dtype=bool, weak_type=True)")
+    with pytest.raises(TypeError):                   # weak_type is keyword-only, as jax's
+        fnad.ShapeDtypeStruct((2,), np.float32, True)
+    with pytest.raises(ValueError, match="dtype must be specified"):
+        fnad.ShapeDtypeStruct((2,), None)
+    with pytest.raises(TypeError, match="unknown fields.*'size'"):
+        s.update(size=3)
