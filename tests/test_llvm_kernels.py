@@ -177,6 +177,34 @@ def test_the_compiled_builtin_checks_its_arguments():
         fast(size, x)
 
 
+def test_large_outputs_start_on_a_cache_line():
+    """Outputs of 4 KB and more (the builtin's, and the driver's for threaded kernels) start
+    on a 64-byte boundary, as numba's allocations: vector stores then do not straddle
+    cache lines (np.empty's large blocks start 16 bytes past a page)."""
+    source = UNSUPPORTED.replace("    assert n0 >= 0\n", "").replace("k_unsupported",
+                                                                    "k_aligned")
+    namespace = {}
+    exec(source, namespace)                       # noqa: S102 - a kernel source, as codegen's
+    kernel = llvm_kernels.Kernel("k_aligned", source, lambda: namespace["k_aligned"])
+    driver = {}
+    kernel.bind(driver)
+    x = np.arange(5000, dtype=np.float32)
+    kernel(np.array([3], np.uint64), x[:3], 3)
+    for n in (1024, 1031, 5000):                  # 4096 bytes and more
+        (out,) = driver["k_aligned"](np.array([n], np.uint64), x[:n].copy(), n)
+        assert out.ctypes.data % 64 == 0 and out.shape == (n,)
+        np.testing.assert_array_equal(out, 2 * x[:n])
+    (small,) = driver["k_aligned"](np.array([7], np.uint64), x[:7].copy(), 7)
+    np.testing.assert_array_equal(small, 2 * x[:7])
+    big = np.random.default_rng(0).standard_normal((512, 600)).astype(np.float32)
+    f = fnad.jit(lambda a: jnp.exp(a) * 3.0)
+    assert "run_threaded(" in f.lower(big).as_text()
+    for _ in range(3):                            # a threaded kernel: the driver allocates
+        out = np.asarray(f(big))
+        assert out.ctypes.data % 64 == 0
+        np.testing.assert_allclose(out, np.exp(big) * 3, rtol=1e-6)
+
+
 ROW_SUMS = """
 import numba
 import numpy as np

@@ -569,7 +569,7 @@ class _Driver:
             self.flush()
             for v in g.outputs:
                 o = self.define(v)
-                self.line(f"{o} = np.empty({tuple(v.aval.shape)!r}, "
+                self.line(f"{o} = aligned_empty({tuple(v.aval.shape)!r}, "
                           f"{_np_dtype(v.aval.dtype)})")
                 args.append(o if v.aval.ndim == 1 else f"{o}.ravel()")
                 spec.append(("array", v.aval.dtype.name, 1))
@@ -1059,9 +1059,10 @@ def load_driver(src: str, kernels: dict, llvm: bool = False):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.runtime import (run_threaded, run_together, strided,
-                                                     writable, writable_flat)
-        namespace = dict(kernels, np=np, run_threaded=run_threaded, run_together=run_together,
+        from fnad.backends.numba_cpu.runtime import (aligned_empty, run_threaded, run_together,
+                                                     strided, writable, writable_flat)
+        namespace = dict(kernels, np=np, aligned_empty=aligned_empty,
+                         run_threaded=run_threaded, run_together=run_together,
                          strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")
         exec(_code(src, path), namespace)

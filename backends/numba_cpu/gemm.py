@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from fnad.backends.numba_cpu.runtime import NUM_THREADS, on_all_threads
+from fnad.backends.numba_cpu.runtime import NUM_THREADS, aligned_empty, on_all_threads
 from fnad.backends.numpy_ref.linalg import _as_matmul
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
@@ -97,7 +97,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 return np.matmul(a, b)
             finally:
                 set_fn(before)
-    out = np.empty(batch + (m, n), np.result_type(a, b))
+    out = aligned_empty(batch + (m, n), np.result_type(a, b))     # (the next kernels read it)
     pieces = CHUNKS_PER_THREAD * NUM_THREADS
     if batch:                     # chunks of batch entries, indexed in place
         parts = _batch_chunks(batch, BATCH_CHUNKS_PER_THREAD * NUM_THREADS)

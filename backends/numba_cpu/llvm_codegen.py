@@ -50,6 +50,10 @@ SIZE = {"float32": 4, "float64": 8, "bool": 1, "int8": 1, "uint8": 1, "int16": 2
 NP_NAMES = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
             "uint32", "uint64", "bool_"}
 REDUCE_FLAGS = ("reassoc", "nsz")
+# Outputs of at least ALIGNED_OUTPUT_BYTES start on an OUTPUT_ALIGN-byte boundary (a view of
+# a slightly larger numpy.empty), as numba's allocations do; numpy.empty's large blocks
+# start 16 bytes past a page, and the kernels' 64-byte vector stores straddle cache lines.
+OUTPUT_ALIGN, ALIGNED_OUTPUT_BYTES = 64, 4096
 OUT_OF_MEMORY = 1           # a kernel's status when a row buffer's allocation failed
 SCRATCH_ALIGN = 64          # row buffers: aligned_alloc(64) (0: malloc, 16-byte aligned)
 
@@ -965,13 +969,69 @@ def fastcall_wrapper(module, fn, info, type_nums):
             values.append(as_int64(obj))
     outs = []
     call_args = at_entry().alloca(ptr, size=2)
-    for i, size in enumerate(info["output_sizes"]):     # numpy.empty(size, dtype)
-        size_obj = item(ctx, CTX_UNIT) if size is None else \
-            b.load(b.gep(args, [ir.Constant(I64, size)]))
+    long_from = decl("PyLong_FromLongLong", ptr, [I64])
+    get_slice = decl("PySequence_GetSlice", ptr, [ptr, I64, I64])
+
+    def aligned_empty(n, nbytes, dtype_obj):
+        """numpy.empty(n + pad)[off:off + n], its data on a 64-byte boundary (NULL with
+        the error set where an allocation failed)."""
+        pad = ir.Constant(I64, OUTPUT_ALIGN // nbytes)
+        count = b.call(long_from, [b.add(n, pad)])
+        got_count, done = w.append_basic_block("count_ok"), w.append_basic_block("aligned")
+        start = b.block
+        b.cbranch(b.icmp_unsigned("==", count, null), done, got_count)
+        b.position_at_end(got_count)
+        whole = empty(count, dtype_obj)
+        b.call(decref, [count])
+        got_whole = w.append_basic_block("whole_ok")
+        after_whole = b.block
+        b.cbranch(b.icmp_unsigned("==", whole, null), done, got_whole)
+        b.position_at_end(got_whole)
+        data = b.ptrtoint(field(whole, 16, ptr), I64)
+        skip = b.and_(b.sub(ir.Constant(I64, 0), data), ir.Constant(I64, OUTPUT_ALIGN - 1))
+        first = b.udiv(skip, ir.Constant(I64, nbytes))
+        view = b.call(get_slice, [whole, first, b.add(first, n)])
+        b.call(decref, [whole])                         # the view keeps it alive
+        sliced = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        out = b.phi(ptr)
+        out.add_incoming(null, start)
+        out.add_incoming(null, after_whole)
+        out.add_incoming(view, sliced)
+        return out
+
+    null = ir.Constant(ptr, None)
+
+    def empty(size_obj, dtype_obj):                     # numpy.empty(size, dtype)
         b.store(size_obj, b.gep(call_args, [ir.Constant(I64, 0)]))
-        b.store(item(ctx, CTX_DTYPES + i), b.gep(call_args, [ir.Constant(I64, 1)]))
-        out = b.call(vcall, [item(ctx, CTX_EMPTY), call_args, ir.Constant(I64, 2),
-                             ir.Constant(ptr, None)])
+        b.store(dtype_obj, b.gep(call_args, [ir.Constant(I64, 1)]))
+        return b.call(vcall, [item(ctx, CTX_EMPTY), call_args, ir.Constant(I64, 2), null])
+
+    for i, size in enumerate(info["output_sizes"]):
+        dtype_obj = item(ctx, CTX_DTYPES + i)
+        if size is None:
+            out = empty(item(ctx, CTX_UNIT), dtype_obj)
+        else:                       # a large output: a view that starts on a cache line
+            nbytes = SIZE[info["outputs"][i][1]]
+            n = values[size]
+            size_obj = b.load(b.gep(args, [ir.Constant(I64, size)]))
+            small_bb, large_bb = w.append_basic_block("small"), w.append_basic_block("large")
+            out_bb = w.append_basic_block("allocated")
+            b.cbranch(b.icmp_signed("<", n, ir.Constant(I64, ALIGNED_OUTPUT_BYTES // nbytes)),
+                      small_bb, large_bb)
+            b.position_at_end(small_bb)
+            small = empty(size_obj, dtype_obj)
+            small_end = b.block
+            b.branch(out_bb)
+            b.position_at_end(large_bb)
+            large = aligned_empty(n, nbytes, dtype_obj)
+            large_end = b.block
+            b.branch(out_bb)
+            b.position_at_end(out_bb)
+            out = b.phi(ptr)
+            out.add_incoming(small, small_end)
+            out.add_incoming(large, large_end)
         failed = w.append_basic_block("empty_failed")
         made = w.append_basic_block("empty_ok")
         b.cbranch(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), failed, made)

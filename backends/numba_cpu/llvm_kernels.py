@@ -44,8 +44,8 @@ if COMPILER not in ("numba", "llvm"):
 # What the generated code calls (llvm_codegen: the builtins, the row buffers).
 _C_FUNCTIONS = ("PyLong_AsLongLong", "PyErr_Occurred", "PyErr_Clear", "PyObject_Vectorcall",
                 "PyEval_SaveThread", "PyEval_RestoreThread", "PyTuple_New", "PyTuple_SetItem",
-                "Py_IncRef", "Py_DecRef", "PyErr_NoMemory", "aligned_alloc", "malloc",
-                "free")
+                "Py_IncRef", "Py_DecRef", "PyErr_NoMemory", "PyLong_FromLongLong",
+                "PySequence_GetSlice", "aligned_alloc", "malloc", "free")
 
 
 def layout_as_assumed() -> bool:

@@ -23,6 +23,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import itertools
+import math
 import os
 import pathlib
 import platform
@@ -565,6 +566,19 @@ def run_together(calls: tuple) -> list:
 def writable(x):
     """x as a writable C-contiguous array: x itself where it is one, else a copy."""
     return np.ascontiguousarray(x) if x.flags.writeable else np.array(x, order="C")
+
+
+def aligned_empty(shape: tuple, dtype) -> np.ndarray:
+    """np.empty(shape, dtype) starting on a 64-byte boundary (a view of a slightly larger
+    block), for the outputs of threaded kernels: their 64-byte vector stores then do not
+    straddle cache lines, as in numba's own allocations (np.empty's large blocks start 16
+    bytes past a page). 1.5 us against np.empty's 0.15: for large outputs only."""
+    dtype = np.dtype(dtype)
+    n = math.prod(shape)
+    pad = 64 // dtype.itemsize
+    whole = np.empty(n + pad, dtype)
+    first = (-whole.ctypes.data % 64) // dtype.itemsize
+    return whole[first:first + n].reshape(shape)
 
 
 def writable_flat(x):
