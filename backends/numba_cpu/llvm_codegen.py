@@ -11,7 +11,8 @@ The translator knows exactly that language and types it as numba would; anything
 raises NotImplementedError (or NameError/KeyError/TypeError), and the caller then compiles
 the kernel with numba instead.
 
-Calling convention of a translated kernel `k(params...)` (void, C ABI, all pointers noalias):
+Calling convention of a translated kernel `k(params...)` (returns an i32 status, C ABI, all
+pointers noalias):
   - an array parameter (any rank, flat, C-contiguous)  -> pointer to its first element
   - a tuple of ints (strides `st<k>`)    -> pointer to int64[n]
   - an int parameter (sizes s<k>, chunks) -> i64 (sizes of kernel-allocated outputs unused)
@@ -19,12 +20,13 @@ Calling convention of a translated kernel `k(params...)` (void, C ABI, all point
     the caller allocates with np.empty); `return (...)` / `return 0` return status 0.
 `empty(n, dt)` inside a loop (row buffers) is allocated there (aligned_alloc) and freed at
 the end of that loop body; where the allocation fails the kernel frees what it holds and
-returns OUT_OF_MEMORY, which its builtin raises as MemoryError. mathfns functions (exp_f32, ...) and runtime.py's integer
-division helpers are translated from their source too (internal, alwaysinline; `contract`
-on mathfns' float ops, as their numba flags). Semantics that differ from numba's and do not
-matter for fnad's kernels (which cast every result to its dtype): small integers are not
-widened to int64 before an operation; a conditional expression evaluates both arms (they
-are pure); unsigned `//` has no zero check (used only with a chunk count >= 1).
+returns OUT_OF_MEMORY, which its builtin raises as MemoryError. mathfns functions
+(exp_f32, ...) and runtime.py's integer division helpers are translated from their source
+too (internal, alwaysinline; `contract` on mathfns' float ops, as their numba flags).
+Semantics that differ from numba's and do not matter for fnad's kernels (which cast every
+result to its dtype): small integers are not widened to int64 before an operation; a
+conditional expression evaluates both arms (they are pure); unsigned `//` has no zero check
+(used only with a chunk count >= 1).
 """
 from __future__ import annotations
 
