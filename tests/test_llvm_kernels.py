@@ -169,10 +169,13 @@ def test_the_compiled_builtin_checks_its_arguments():
     (out,) = fast(size, x.astype(np.float64), 6)  # another dtype: compiled for it
     np.testing.assert_array_equal(out, 2 * x)
     assert len(kernel._machines) == 2 and llvm_kernels.FALLBACKS[before:] == []
+    (out,) = fast(size, x, np.int64(6))           # a NumPy int: as an int, the builtin again
+    np.testing.assert_array_equal(out, 2 * x)
+    (out,) = fast(size, x, np.uint32(6))
+    np.testing.assert_array_equal(out, 2 * x)
+    assert llvm_kernels.FALLBACKS[before:] == []
     (out,) = fast(np.array([3], np.uint64), x[::2], 3)    # not contiguous: numba's dispatcher
     np.testing.assert_array_equal(out, 2 * x[::2])
-    (out,) = fast(size, x, np.int64(6))           # a NumPy int: numba's dispatcher too
-    np.testing.assert_array_equal(out, 2 * x)
     with pytest.raises(TypeError):                # the wrong number of arguments: numba's error
         fast(size, x)
 

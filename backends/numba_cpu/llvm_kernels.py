@@ -130,6 +130,16 @@ def _signature(args) -> tuple | None:
     return tuple(sig)
 
 
+def _plain_ints(a):
+    """`a` with NumPy integers (alone or in a tuple) as Python ints; `a` itself if it has
+    none."""
+    if isinstance(a, np.integer):
+        return int(a)
+    if isinstance(a, tuple) and any(isinstance(e, np.integer) for e in a):
+        return tuple(int(e) if isinstance(e, np.integer) else e for e in a)
+    return a
+
+
 class _PyMethodDef(ctypes.Structure):
     _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
                 ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
@@ -215,11 +225,15 @@ class Kernel:
 
     def _rejected(self, *args):
         """What a compiled builtin calls with arguments it does not take: another signature
-        (compiled here), or one its checks refine (an int beyond int64, an int64 array of
-        another type number): numba's dispatcher."""
+        (compiled here); NumPy integers (as Python ints, to the builtin again); else one its
+        checks refine (an int beyond int64, an int64 array of another type number): numba's
+        dispatcher."""
         sig = _signature(args)
         if sig is not None and sig not in self._machines:
             return self(*args)
+        plain = tuple(map(_plain_ints, args))
+        if self._machines.get(sig) and any(p is not a for p, a in zip(plain, args)):
+            return self._machines[sig].call(*plain)
         return self._by_numba(args, "arguments the compiled code does not take")
 
     def _compile(self, sig):
