@@ -120,8 +120,12 @@ def _poisson_rejection(key, lam, shape, dtype):
 def poisson(key, lam, shape: Sequence[int] | None = None, dtype=None):
     """Poisson(lam) integers (default dtype int32, int64 under x64) of `shape` (default
     lam's; lam must broadcast to it). 0 where lam = 0, -1 where lam is NaN or negative,
-    the dtype's max where lam = inf (as jax). See the module docstring for the algorithm."""
+    the dtype's max where lam = inf (as jax). See the module docstring for the algorithm.
+    threefry2x32 keys only, as in jax (NotImplementedError for rbg and unsafe_rbg keys)."""
     k = _check_key("poisson", key)
+    if k._impl != "threefry2x32":
+        raise NotImplementedError(f"`poisson` is only implemented for the threefry2x32 RNG, "
+                                  f"not {k._impl}")
     dtype = _dtypes.canonicalize_dtype(_dtypes.default_int_dtype() if dtype is None
                                        else dtype)
     if not _dtypes.is_int(dtype):

@@ -321,9 +321,10 @@ def _gamma_one(key, alpha, log_space: bool):
 
 
 def _gamma_raw(key, a, log_space: bool):
-    """Gamma draws for every entry of `a`, the i-th (row-major) from split(key, a.size)[i],
-    differentiable in `a` by jax's implicit reparameterization: with u = P(a, x) held fixed
-    (P the regularized incomplete gamma function, the CDF the sample inverts),
+    """Gamma draws for every entry of `a`, the i-th (row-major) from split(key, a.size)[i]
+    (`key` a typed key), differentiable in `a` by jax's implicit reparameterization: with
+    u = P(a, x) held fixed (P the regularized incomplete gamma function, the CDF the sample
+    inverts),
 
         dx/da = -(∂P/∂a) / (∂P/∂x) = lax.random_gamma_grad(a, x)
         d log x / da = random_gamma_grad(a, x) / x   (log_space; x = exp(log x), or the
@@ -331,13 +332,25 @@ def _gamma_raw(key, a, log_space: bool):
     """
     from fnad.batching import vmap                                  # fnad.batching imports us
     from fnad.custom import custom_jvp
+    from fnad.custom_batching import sequential_vmap
+
+    def one(k, x):
+        return _gamma_one(k, x, log_space)
+
+    @sequential_vmap
+    def one_by_one(keys, alphas):                     # under vmap too: a loop over the batch
+        return lax.map(lambda kx: one(*kx), (keys, alphas))
 
     def sample(a):
         n = a.size
         if n == 0:
             return a
-        keys = split(key, n)                                        # [n, 2]
-        flat = vmap(lambda k, x: _gamma_one(k, x, log_space))(keys, lax.reshape(a, (n,)))
+        keys = split(key, n)                                        # [n] keys
+        alphas = lax.reshape(a, (n,))
+        # as jax: vmapped for threefry keys; for rbg and unsafe_rbg, whose bits a vmap over
+        # keys draws from the first key only, one entry (and batch member) at a time
+        flat = vmap(one)(keys, alphas) if key._impl == "threefry2x32" \
+            else one_by_one(keys, alphas)
         return lax.reshape(flat, a.shape)
 
     @custom_jvp

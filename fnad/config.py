@@ -67,9 +67,12 @@ _OPTIONS: dict[str, _Option] = {
     "jax_numpy_rank_promotion": _Option(
         "allow", "enum", ("allow", "warn", "raise"), help="implicit rank broadcasting"
     ),
-    # JAX offers rbg/philox too; fnad implements only threefry, so only that is accepted
-    # rather than silently ignored.
-    "jax_default_prng_impl": _Option("threefry2x32", "enum", ("threefry2x32",)),
+    # the implementations fnad.random has (fnad/_prng_impls.py); JAX's philox and
+    # threefry4x32 are refused rather than silently ignored
+    "jax_default_prng_impl": _Option(
+        "threefry2x32", "enum", ("threefry2x32", "rbg", "unsafe_rbg"),
+        help="the PRNG of raw keys and of fnad.random.key without impl="
+    ),
     "jax_traceback_filtering": _Option(
         "auto",
         "enum",

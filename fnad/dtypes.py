@@ -501,7 +501,7 @@ def issubdtype(a: Any, b: Any) -> bool:
     ``inexact``, ``number``, ...).
     """
     if isinstance(a, KeyDType) or isinstance(b, KeyDType):   # typed PRNG keys
-        return isinstance(a, KeyDType) and (isinstance(b, KeyDType) or b in (prng_key, extended))
+        return isinstance(a, KeyDType) and (a == b or b in (prng_key, extended))
     a_type = a if isinstance(a, type) and issubclass(a, np.generic) else np.dtype(a).type
     if a_type in _ML_PARENTS:
         b_type = b if isinstance(b, type) and issubclass(b, np.generic) else np.dtype(b).type
@@ -519,14 +519,18 @@ class prng_key(extended):  # noqa: N801
 
 
 class KeyDType:
-    """The dtype of typed PRNG key arrays (fnad.prng.PRNGKeyArray): key<fry>, one
-    threefry2x32 key (two uint32 words) per element. Not a NumPy dtype: `np.dtype` of it
-    fails, as in jax; `issubdtype(KEY_DTYPE, prng_key)` is True."""
+    """The dtype of typed PRNG key arrays (fnad.prng.PRNGKeyArray) of one PRNG
+    implementation: key<fry> (threefry2x32, two uint32 words per key), key<rbg> (rbg) and
+    key<urbg> (unsafe_rbg), four words each. Not a NumPy dtype: `np.dtype` of it fails, as
+    in jax; key dtypes are equal when their implementations are, and each is a subdtype of
+    `prng_key` (but not of another implementation's key dtype)."""
 
-    name = "key<fry>"
-    itemsize = 8
     type = prng_key
-    impl = "threefry2x32"
+
+    def __init__(self, impl: str = "threefry2x32", tag: str = "fry",
+                 key_shape: tuple[int, ...] = (2,)):
+        self.impl, self.name, self.key_shape = impl, f"key<{tag}>", key_shape
+        self.itemsize = 4 * int(np.prod(key_shape))     # uint32 words per key
 
     def __repr__(self) -> str:
         return self.name
@@ -534,13 +538,17 @@ class KeyDType:
     __str__ = __repr__
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, KeyDType)
+        return isinstance(other, KeyDType) and other.impl == self.impl
 
     def __hash__(self) -> int:
-        return hash(KeyDType)
+        return hash((KeyDType, self.impl))
 
 
-KEY_DTYPE = KeyDType()
+# impl name -> the key dtype of that PRNG implementation (jax's names and tags)
+KEY_DTYPES = {"threefry2x32": KeyDType("threefry2x32", "fry", (2,)),
+              "rbg": KeyDType("rbg", "rbg", (4,)),
+              "unsafe_rbg": KeyDType("unsafe_rbg", "urbg", (4,))}
+KEY_DTYPE = KEY_DTYPES["threefry2x32"]
 
 
 def itemsize_bits(dtype: Any) -> int:

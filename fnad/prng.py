@@ -1,9 +1,11 @@
-"""Typed PRNG key arrays: what `fnad.random.key` returns (jax's `key<fry>` arrays).
+"""Typed PRNG key arrays: what `fnad.random.key` returns (jax's key<fry>, key<rbg>, key<urbg>).
 
-A `PRNGKeyArray` of shape S holds raw threefry keys, its *base*: uint32[*S, 2]. Each
-element is one key; its dtype is `key<fry>` (`KEY_DTYPE`, fnad.dtypes.KeyDType). It is a
-pytree node whose one leaf is the base, so jit, grad, scan, while_loop and cond carry keys
-through as their uint32 words. vmap counts a key's axes in the key's own dims (a negative
+A `PRNGKeyArray` of shape S holds the raw keys of one PRNG implementation, its *base*:
+uint32[*S, 2] for threefry2x32, uint32[*S, 4] for rbg and unsafe_rbg. Each element is one
+key; its dtype names the implementation: `key<fry>`, `key<rbg>`, `key<urbg>`
+(fnad.dtypes.KEY_DTYPES). It is a pytree node whose one leaf is the base (the implementation
+is its static aux data), so jit, grad, scan, while_loop and cond carry keys through as their
+uint32 words. vmap counts a key's axes in the key's own dims (a negative
 axis too: batching.py asks `is_key_array`).
 
 What a key array answers: shape, ndim, size, indexing and `.at[...].set`, reshape and the
@@ -28,24 +30,27 @@ from typing import Any
 import numpy as np
 
 from fnad import tree_util
-from fnad.dtypes import KEY_DTYPE
+from fnad.dtypes import KEY_DTYPE, KEY_DTYPES
 
 __all__ = ["KEY_DTYPE", "PRNGKeyArray", "install", "is_key_array", "wrap"]
 
 
 class PRNGKeyArray:
-    """An array of threefry2x32 keys, dtype key<fry> (see the module docstring)."""
+    """An array of PRNG keys of one implementation (`impl`, a name of
+    fnad.dtypes.KEY_DTYPES), dtype key<fry>, key<rbg> or key<urbg> (see the module
+    docstring)."""
 
-    __slots__ = ("_base",)
+    __slots__ = ("_base", "_impl")
     __hash__ = None                           # as jax: key arrays are not hashable
 
-    def __init__(self, base):
+    def __init__(self, base, impl: str = "threefry2x32"):
         self._base = base                     # no checks: tree_unflatten builds these too
+        self._impl = impl
 
     # ---- what it is
     @property
     def dtype(self):
-        return KEY_DTYPE
+        return KEY_DTYPES[self._impl]
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -61,11 +66,11 @@ class PRNGKeyArray:
 
     @property
     def itemsize(self) -> int:
-        return KEY_DTYPE.itemsize
+        return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self.size * KEY_DTYPE.itemsize
+        return self.size * self.dtype.itemsize
 
     def __len__(self) -> int:
         if not self.ndim:
@@ -81,14 +86,14 @@ class PRNGKeyArray:
         try:
             words = str(np.asarray(self._base))
         except Exception:  # noqa: BLE001 - a traced key: its words are not known here
-            return f"PRNGKeyArray({self.shape}, dtype={KEY_DTYPE}) overlaying {self._base!r}"
-        return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{words}"
+            return f"PRNGKeyArray({self.shape}, dtype={self.dtype}) overlaying {self._base!r}"
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{words}"
 
     __str__ = __repr__
 
     # ---- indexing and layout
     def __getitem__(self, index):
-        return PRNGKeyArray(self._base[_word_index(index)])
+        return PRNGKeyArray(self._base[_word_index(index)], self._impl)
 
     @property
     def at(self):
@@ -124,7 +129,7 @@ class PRNGKeyArray:
 
     def copy(self):
         from fnad import numpy as jnp
-        return PRNGKeyArray(jnp.copy(self._base))
+        return PRNGKeyArray(jnp.copy(self._base), self._impl)
 
     def block_until_ready(self):
         if hasattr(self._base, "block_until_ready"):
@@ -134,11 +139,11 @@ class PRNGKeyArray:
     # ---- comparisons: key by key
     def __eq__(self, other):
         from fnad import numpy as jnp
-        return jnp.all(self._base == _base_of(other, "=="), axis=-1)
+        return jnp.all(self._base == _base_of(other, "==", self), axis=-1)
 
     def __ne__(self, other):
         from fnad import numpy as jnp
-        return jnp.any(self._base != _base_of(other, "!="), axis=-1)
+        return jnp.any(self._base != _base_of(other, "!=", self), axis=-1)
 
     # ---- what keys refuse
     def __array__(self, dtype=None, copy=None):
@@ -149,14 +154,14 @@ class PRNGKeyArray:
         raise TypeError("key array cannot be converted to boolean.")
 
     def astype(self, dtype):
-        raise TypeError(f"Cannot convert_element_type from {KEY_DTYPE} to {dtype}: use "
+        raise TypeError(f"Cannot convert_element_type from {self.dtype} to {dtype}: use "
                         "fnad.random.key_data for a key's uint32 words")
 
     def __index__(self):
-        raise TypeError(f"an array of dtype {KEY_DTYPE} cannot be used as an index")
+        raise TypeError(f"an array of dtype {self.dtype} cannot be used as an index")
 
     def __float__(self):
-        raise TypeError(f"an array of dtype {KEY_DTYPE} cannot be converted to a Python "
+        raise TypeError(f"an array of dtype {self.dtype} cannot be converted to a Python "
                         "number")
 
     __int__ = __complex__ = __float__
@@ -164,7 +169,7 @@ class PRNGKeyArray:
 
 def _refuse(op: str):
     def method(self, *args):
-        raise TypeError(f"{op} does not accept dtype {KEY_DTYPE}: typed PRNG keys have no "
+        raise TypeError(f"{op} does not accept dtype {self.dtype}: typed PRNG keys have no "
                         "arithmetic (fnad.random.key_data gives their uint32 words)")
     method.__name__ = f"__{op}__"
     return method
@@ -190,12 +195,14 @@ class _KeyAt:
         return _KeyAt(self._keys, index)
 
     def get(self, **kwargs):
-        return PRNGKeyArray(self._keys._base.at[_word_index(self._index)].get(**kwargs))
+        keys = self._keys
+        return PRNGKeyArray(keys._base.at[_word_index(self._index)].get(**kwargs), keys._impl)
 
     def set(self, values, **kwargs):
-        base = self._keys._base.at[_word_index(self._index)].set(_base_of(values, "set"),
-                                                                  **kwargs)
-        return PRNGKeyArray(base)
+        keys = self._keys
+        base = keys._base.at[_word_index(self._index)].set(_base_of(values, "set", keys),
+                                                            **kwargs)
+        return PRNGKeyArray(base, keys._impl)
 
 
 class KeyWordsEntry:
@@ -217,33 +224,41 @@ class KeyWordsEntry:
         return hash(KeyWordsEntry)
 
 
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
-                               lambda _, children: PRNGKeyArray(*children),
-                               lambda k: ([(KeyWordsEntry(), k._base)], None))
+tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl),
+                               lambda impl, children: PRNGKeyArray(*children, impl),
+                               lambda k: ([(KeyWordsEntry(), k._base)], k._impl))
 
 
 def is_key_array(x) -> bool:
     return type(x) is PRNGKeyArray
 
 
-def wrap(base) -> PRNGKeyArray:
-    """Raw keys uint32[..., 2] (checked) as a key array of their leading shape."""
+def wrap(base, impl: str = "threefry2x32") -> PRNGKeyArray:
+    """Raw keys uint32[..., *key_shape] of PRNG implementation `impl` (checked) as a key
+    array of their leading shape."""
+    key_shape = KEY_DTYPES[impl].key_shape
     shape, dtype = tuple(np.shape(base)), getattr(base, "dtype", None)
-    if not shape or shape[-1] != 2:
+    if len(shape) < len(key_shape) or shape[len(shape) - len(key_shape):] != key_shape:
         raise TypeError(f"fnad encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with (2,) for the threefry2x32 PRNG; got shape={shape}")
+                        f"end with {key_shape} for the {impl} PRNG; got shape={shape}")
     if np.dtype(dtype) != np.uint32:
         raise TypeError(f"fnad encountered invalid PRNG key data: expected key_data.dtype = "
                         f"uint32; got dtype={dtype}")
-    return PRNGKeyArray(base)
+    return PRNGKeyArray(base, impl)
 
 
-def _base_of(x, where: str):
-    if type(x) is not PRNGKeyArray:
+def _base_of(x, where: str, like: PRNGKeyArray):
+    """The base of key array `x`, which must have the dtype of `like`."""
+    if type(x) is not PRNGKeyArray or x._impl != like._impl:
         got = getattr(x, "dtype", type(x).__name__)
         raise TypeError(f"{where}: a key array can only be combined with key arrays "
-                        f"(dtype {KEY_DTYPE}), got {got}")
+                        f"of its dtype ({like.dtype}), got {got}")
     return x._base
+
+
+def _words(a: PRNGKeyArray) -> int:
+    """The number of uint32 words of each key of `a` (the base's trailing dim)."""
+    return a.dtype.key_shape[-1]
 
 
 def _word_index(index) -> tuple:
@@ -276,22 +291,22 @@ def _reshape(a, shape, order="C", **_):
     if order != "C":
         raise NotImplementedError(f"reshape of a key array: order={order!r} (only 'C')")
     shape = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
-    return PRNGKeyArray(_jnp().reshape(a._base, (*shape, 2)))
+    return PRNGKeyArray(_jnp().reshape(a._base, (*shape, _words(a))), a._impl)
 
 
 def _transpose(a, axes=None):
     axes = tuple(reversed(range(a.ndim))) if axes is None else _axes(axes, a.ndim, "transpose")
-    return PRNGKeyArray(_jnp().transpose(a._base, (*axes, a.ndim)))
+    return PRNGKeyArray(_jnp().transpose(a._base, (*axes, a.ndim)), a._impl)
 
 
 def _swapaxes(a, axis1, axis2):
     i, j = _axis(axis1, a.ndim, "swapaxes"), _axis(axis2, a.ndim, "swapaxes")
-    return PRNGKeyArray(_jnp().swapaxes(a._base, i, j))
+    return PRNGKeyArray(_jnp().swapaxes(a._base, i, j), a._impl)
 
 
 def _moveaxis(a, source, destination):
     src, dst = _axes(source, a.ndim, "moveaxis"), _axes(destination, a.ndim, "moveaxis")
-    return PRNGKeyArray(_jnp().moveaxis(a._base, src, dst))
+    return PRNGKeyArray(_jnp().moveaxis(a._base, src, dst), a._impl)
 
 
 def _squeeze(a, axis=None):
@@ -299,30 +314,30 @@ def _squeeze(a, axis=None):
         axes = tuple(i for i, n in enumerate(a.shape) if n == 1)
     else:
         axes = _axes(axis, a.ndim, "squeeze")
-    return PRNGKeyArray(_jnp().squeeze(a._base, axes))
+    return PRNGKeyArray(_jnp().squeeze(a._base, axes), a._impl)
 
 
 def _expand_dims(a, axis):
     n = a.ndim + (len(axis) if isinstance(axis, Sequence) else 1)
-    return PRNGKeyArray(_jnp().expand_dims(a._base, _axes(axis, n, "expand_dims")))
+    return PRNGKeyArray(_jnp().expand_dims(a._base, _axes(axis, n, "expand_dims")), a._impl)
 
 
 def _broadcast_to(a, shape):
     shape = (shape,) if not isinstance(shape, Sequence) else tuple(shape)
-    return PRNGKeyArray(_jnp().broadcast_to(a._base, (*shape, 2)))
+    return PRNGKeyArray(_jnp().broadcast_to(a._base, (*shape, _words(a))), a._impl)
 
 
 def _flip(a, axis=None):
     axes = tuple(range(a.ndim)) if axis is None else _axes(axis, a.ndim, "flip")
-    return PRNGKeyArray(_jnp().flip(a._base, axes))
+    return PRNGKeyArray(_jnp().flip(a._base, axes), a._impl)
 
 
 def _roll(a, shift, axis=None):
     jnp = _jnp()
     if axis is None:
-        flat = jnp.roll(jnp.reshape(a._base, (-1, 2)), shift, 0)
-        return PRNGKeyArray(jnp.reshape(flat, a._base.shape))
-    return PRNGKeyArray(jnp.roll(a._base, shift, _axes(axis, a.ndim, "roll")))
+        flat = jnp.roll(jnp.reshape(a._base, (-1, _words(a))), shift, 0)
+        return PRNGKeyArray(jnp.reshape(flat, a._base.shape), a._impl)
+    return PRNGKeyArray(jnp.roll(a._base, shift, _axes(axis, a.ndim, "roll")), a._impl)
 
 
 def _flat_or(a, axis, name):
@@ -336,25 +351,25 @@ def _take(a, indices, axis=None, mode=None, fill_value=None, **kwargs):
     if fill_value is not None:
         raise NotImplementedError("take of a key array: fill_value")
     a, ax = _flat_or(a, axis, "take")
-    return PRNGKeyArray(_jnp().take(a._base, indices, axis=ax, mode=mode, **kwargs))
+    return PRNGKeyArray(_jnp().take(a._base, indices, axis=ax, mode=mode, **kwargs), a._impl)
 
 
 def _repeat(a, repeats, axis=None, **kwargs):
     a, ax = _flat_or(a, axis, "repeat")
-    return PRNGKeyArray(_jnp().repeat(a._base, repeats, axis=ax, **kwargs))
+    return PRNGKeyArray(_jnp().repeat(a._base, repeats, axis=ax, **kwargs), a._impl)
 
 
 def _tile(a, reps):
     reps = (reps,) if not isinstance(reps, Sequence) else tuple(reps)
     reps = (1,) * (a.ndim - len(reps)) + reps
-    return PRNGKeyArray(_jnp().tile(a._base, (*reps, 1)))
+    return PRNGKeyArray(_jnp().tile(a._base, (*reps, 1)), a._impl)
 
 
 def _split(fn_name):
     def rule(a, indices_or_sections, axis=0):
         ax = _axis(axis, a.ndim, fn_name)
         parts = getattr(_jnp(), fn_name)(a._base, indices_or_sections, axis=ax)
-        return [PRNGKeyArray(p) for p in parts]
+        return [PRNGKeyArray(p, a._impl) for p in parts]
     return rule
 
 
@@ -362,7 +377,8 @@ def _all_keys(arrays, name):
     arrays = list(arrays)
     if not arrays:
         raise ValueError(f"{name}: need at least one key array")
-    return [_base_of(x, name) for x in arrays], arrays[0].ndim
+    like = next(filter(is_key_array, arrays), arrays[0])
+    return [_base_of(x, name, like) for x in arrays], like.ndim
 
 
 def _concatenate(arrays, axis=0, dtype=None):
@@ -371,14 +387,16 @@ def _concatenate(arrays, axis=0, dtype=None):
     if axis is None:
         arrays, axis = [_reshape(x, (-1,)) for x in arrays], 0
     bases, ndim = _all_keys(arrays, "concatenate")
-    return PRNGKeyArray(_jnp().concatenate(bases, axis=_axis(axis, ndim, "concatenate")))
+    return PRNGKeyArray(_jnp().concatenate(bases, axis=_axis(axis, ndim, "concatenate")),
+                        arrays[0]._impl)
 
 
 def _stack(arrays, axis=0, out=None, dtype=None):
     if dtype is not None:
         raise TypeError(f"stack of key arrays: dtype={dtype} (keys keep their dtype)")
     bases, ndim = _all_keys(arrays, "stack")
-    return PRNGKeyArray(_jnp().stack(bases, axis=_axis(axis, ndim + 1, "stack")))
+    return PRNGKeyArray(_jnp().stack(bases, axis=_axis(axis, ndim + 1, "stack")),
+                        arrays[0]._impl)
 
 
 def _where(condition, x=None, y=None, **kwargs):
@@ -386,34 +404,36 @@ def _where(condition, x=None, y=None, **kwargs):
         raise ValueError("where of key arrays needs both x and y")
     jnp = _jnp()
     c = jnp.asarray(condition)
-    return PRNGKeyArray(jnp.where(c[..., None], _base_of(x, "where"), _base_of(y, "where")))
+    like = x if is_key_array(x) else y
+    return PRNGKeyArray(jnp.where(c[..., None], _base_of(x, "where", like),
+                                  _base_of(y, "where", like)), like._impl)
 
 
 def _like(fn_name):
     def rule(a, dtype=None, shape=None, **kwargs):
-        if dtype is not None and dtype != KEY_DTYPE:
+        if dtype is not None and dtype != a.dtype:
             raise TypeError(f"{fn_name} of a key array: dtype={dtype}")
         base = getattr(_jnp(), fn_name)(a._base, shape=None if shape is None
-                                        else (*np.atleast_1d(shape), 2))
-        return PRNGKeyArray(base)
+                                        else (*np.atleast_1d(shape), _words(a)))
+        return PRNGKeyArray(base, a._impl)
     return rule
 
 
 def _full_like(a, fill_value, dtype=None, shape=None, **kwargs):
     shape = a.shape if shape is None else tuple(np.atleast_1d(shape))
     return _broadcast_to(fill_value if is_key_array(fill_value)
-                         else wrap(_jnp().asarray(fill_value)), shape)
+                         else wrap(_jnp().asarray(fill_value), a._impl), shape)
 
 
 def _asarray(a, dtype=None, *args, **kwargs):
-    if dtype is not None and dtype != KEY_DTYPE:
-        raise TypeError(f"Cannot convert_element_type from {KEY_DTYPE} to {dtype}: use "
+    if dtype is not None and dtype != a.dtype:
+        raise TypeError(f"Cannot convert_element_type from {a.dtype} to {dtype}: use "
                         "fnad.random.key_data for a key's uint32 words")
     return a
 
 
 def _array_equal(a1, a2, equal_nan=False):
-    if not (is_key_array(a1) and is_key_array(a2)):
+    if not (is_key_array(a1) and is_key_array(a2)) or a1._impl != a2._impl:
         return _jnp().asarray(False)
     return _jnp().array_equal(a1._base, a2._base)
 
@@ -430,66 +450,71 @@ def _lax():
 
 def _lax_slice(a, start_indices, limit_indices, strides=None):
     strides = None if strides is None else (*strides, 1)
-    return PRNGKeyArray(_lax().slice(a._base, (*start_indices, 0), (*limit_indices, 2),
-                                     strides))
+    return PRNGKeyArray(_lax().slice(a._base, (*start_indices, 0),
+                                     (*limit_indices, _words(a)), strides), a._impl)
 
 
 def _lax_dynamic_slice(a, start_indices, slice_sizes, **kwargs):
     return PRNGKeyArray(_lax().dynamic_slice(a._base, (*start_indices, 0),
-                                             (*slice_sizes, 2), **kwargs))
+                                             (*slice_sizes, _words(a)), **kwargs), a._impl)
 
 
 def _lax_dynamic_update_slice(a, update, start_indices, **kwargs):
-    return PRNGKeyArray(_lax().dynamic_update_slice(a._base, _base_of(update, "update"),
-                                                    (*start_indices, 0), **kwargs))
+    return PRNGKeyArray(_lax().dynamic_update_slice(a._base, _base_of(update, "update", a),
+                                                    (*start_indices, 0), **kwargs), a._impl)
 
 
 def _lax_index_fn(fn_name):
     def rule(a, index, axis=0, keepdims=True, **kwargs):
         ax = _axis(axis, a.ndim, fn_name)
-        return PRNGKeyArray(getattr(_lax(), fn_name)(a._base, index, ax, keepdims, **kwargs))
+        return PRNGKeyArray(getattr(_lax(), fn_name)(a._base, index, ax, keepdims, **kwargs),
+                            a._impl)
     return rule
 
 
 def _lax_reshape(a, new_sizes, dimensions=None, **kwargs):
     if dimensions is not None:
         dimensions = (*dimensions, a.ndim)
-    return PRNGKeyArray(_lax().reshape(a._base, (*new_sizes, 2), dimensions, **kwargs))
+    return PRNGKeyArray(_lax().reshape(a._base, (*new_sizes, _words(a)), dimensions,
+                                       **kwargs), a._impl)
 
 
 def _lax_broadcast(a, sizes, **kwargs):
-    return PRNGKeyArray(_lax().broadcast(a._base, tuple(sizes), **kwargs))
+    return PRNGKeyArray(_lax().broadcast(a._base, tuple(sizes), **kwargs), a._impl)
 
 
 def _lax_broadcast_in_dim(a, shape, broadcast_dimensions, **kwargs):
-    return PRNGKeyArray(_lax().broadcast_in_dim(a._base, (*shape, 2),
-                                                (*broadcast_dimensions, len(shape)), **kwargs))
+    return PRNGKeyArray(_lax().broadcast_in_dim(a._base, (*shape, _words(a)),
+                                                (*broadcast_dimensions, len(shape)), **kwargs),
+                        a._impl)
 
 
 def _lax_axes_fn(fn_name, rank):
     def rule(a, dimensions, **kwargs):
         dims = _axes(dimensions, rank(a, dimensions), fn_name)
-        return PRNGKeyArray(getattr(_lax(), fn_name)(a._base, dims, **kwargs))
+        return PRNGKeyArray(getattr(_lax(), fn_name)(a._base, dims, **kwargs), a._impl)
     return rule
 
 
 def _lax_transpose(a, permutation):
     perm = _axes(permutation, a.ndim, "transpose")
-    return PRNGKeyArray(_lax().transpose(a._base, (*perm, a.ndim)))
+    return PRNGKeyArray(_lax().transpose(a._base, (*perm, a.ndim)), a._impl)
 
 
 def _lax_concatenate(operands, dimension):
     bases, ndim = _all_keys(operands, "concatenate")
-    return PRNGKeyArray(_lax().concatenate(bases, _axis(dimension, ndim, "concatenate")))
+    return PRNGKeyArray(_lax().concatenate(bases, _axis(dimension, ndim, "concatenate")),
+                        operands[0]._impl)
 
 
 def _lax_select_n(which, *cases):
     jnp = _jnp()
     w = jnp.asarray(which)
-    bases = [_base_of(c, "select_n") for c in cases]
+    like = next(filter(is_key_array, cases), None)
+    bases = [_base_of(c, "select_n", like) for c in cases]
     if w.ndim:
         w = _lax().broadcast_in_dim(w, bases[0].shape, tuple(range(w.ndim)))
-    return PRNGKeyArray(_lax().select_n(w, *bases))
+    return PRNGKeyArray(_lax().select_n(w, *bases), like._impl)
 
 
 def _lax_select(pred, on_true, on_false):

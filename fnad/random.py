@@ -1,30 +1,32 @@
-"""fnad.random: jax.random's counter-based PRNG (threefry2x32) and samplers.
+"""fnad.random: jax.random's counter-based PRNGs (threefry2x32, rbg, unsafe_rbg) and samplers.
 
-Owns the threefry2x32 hash, raw keys (uint32[2]) and the samplers built on them;
-imports only fnad.lax, fnad.numpy, fnad.dtypes and fnad.config at import time (gamma and
-orthogonal import fnad.batching, fnad.custom and fnad.initializers inside the call: those
-import this module). Everything is written with fnad.lax ops, so it runs eagerly and under
-fnad's transformations. The other distributions (cauchy ... gamma, dirichlet, geometric)
-are in fnad/_random_dists.py, re-exported here: jax.random's own formulas on the same
-draws, so they track jax's values to a few ulp; poisson, binomial and multinomial
-(jax's rejection and inversion samplers, the same counts for the same key) are in
-fnad/_random_counts.py.
+Owns the keys and the samplers built on them; the PRNG implementations themselves (the
+threefry2x32 hash, rbg's and unsafe_rbg's use of lax.rng_bit_generator) are rows of the
+table in fnad/_prng_impls.py, and every sampler draws its bits, splits and folds through
+the row of its key's implementation. Imports only fnad.lax, fnad.numpy, fnad.dtypes,
+fnad.prng, fnad._prng_impls and fnad.config at import time (gamma and orthogonal import
+fnad.batching, fnad.custom and fnad.initializers inside the call: those import this module).
+Everything is written with fnad.lax ops, so it runs eagerly and under fnad's
+transformations. The other distributions (cauchy ... gamma, dirichlet, geometric) are in
+fnad/_random_dists.py, re-exported here: jax.random's own formulas on the same draws, so
+they track jax's values to a few ulp; poisson, binomial and multinomial (jax's rejection and
+inversion samplers, the same counts for the same key) are in fnad/_random_counts.py.
 
-Keys come in jax's two forms. `PRNGKey(seed)` gives a *raw* key, a uint32[2] array;
-`key(seed)` gives a *typed* key, a 0-d array of dtype key<fry> (fnad.prng.PRNGKeyArray)
-over those same two words. Every function here takes either; split, fold_in and clone
-answer in the form they were given. `key_data` and `wrap_key_data` convert.
+Keys come in jax's two forms. `PRNGKey(seed)` gives a *raw* key, a uint32 array of the
+implementation's key shape ((2,) for threefry2x32, (4,) for rbg and unsafe_rbg); `key(seed)`
+gives a *typed* key, a 0-d array of dtype key<fry> / key<rbg> / key<urbg>
+(fnad.prng.PRNGKeyArray) over those words, which carries its implementation. A raw key
+carries none: it is read as a key of config `jax_default_prng_impl` (default
+"threefry2x32"), as in jax, and must have that implementation's trailing size. Every
+function here takes either; split, fold_in and clone answer in the form they were given.
+`key_data` and `wrap_key_data` convert; `impl=` (a name or key dtype) picks the
+implementation of `key`, `PRNGKey`, `wrap_key_data` and `key_dtype`.
 
-Bits follow jax 0.10's default `jax_threefry_partitionable=True` (counters are the
-flat index as a uint64 split into hi/lo words, the two hash outputs xor-ed); set
+threefry2x32's bits follow jax 0.10's default `jax_threefry_partitionable=True` (counters
+are the flat index as a uint64 split into hi/lo words, the two hash outputs xor-ed); set
 `config.update("jax_threefry_partitionable", False)` (or use the context manager
-`fnad.threefry_partitionable(False)`) for jax's original layout. It is a config option, so
-jitted functions trace again when it changes.
-
-    threefry2x32((k0, k1), (x0, x1)):  ks2 = k0 ^ k1 ^ 0x1BD11BDA
-        x += (k0, k1); 5 times: 4 rounds of (x0 += x1; x1 = rotl(x1, r) ^ x0),
-        rotations (13,15,26,6) / (17,29,16,24) alternating, then inject
-        x += (ks[i+1 % 3], ks[i+2 % 3] + i + 1)
+`fnad.threefry_partitionable(False)`) for jax's original layout (it also changes how rbg
+splits and folds). It is a config option, so jitted functions trace again when it changes.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ from fnad import dtypes as _dtypes
 from fnad import lax
 from fnad import prng as _prng
 from fnad import numpy as jnp
+from fnad._prng_impls import (PRNG_IMPLS, PRNGImpl, default_impl, resolve_impl, threefry2x32,
+                              threefry_2x32 as _threefry_2x32)
 from fnad.config import config
 
 __all__ = ["PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
@@ -50,77 +54,69 @@ __all__ = ["PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categori
 
 
 _U32 = np.dtype(np.uint32)
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
-# ---- the hash ------------------------------------------------------------------------------
-def _rotl(x, d: int):
-    return lax.bitwise_or(lax.shift_left(x, d), lax.shift_right_logical(x, 32 - d))
-
-
-def threefry2x32(k0, k1, x0, x1):
-    """The threefry2x32 block cipher: uint32 key words k0, k1 (scalars) on counter
-    words x0, x1 (equal shapes) -> two uint32 arrays of that shape (20 rounds)."""
-    for v in (k0, k1, x0, x1):
-        if jnp.asarray(v).dtype != _U32:
-            raise TypeError("threefry2x32 requires uint32 arguments, got "
-                            + ", ".join(str(jnp.asarray(a).dtype) for a in (k0, k1, x0, x1)))
-    ks = [k0, k1, lax.bitwise_xor(lax.bitwise_xor(k0, k1), 0x1BD11BDA)]
-    x = [lax.add(x0, ks[0]), lax.add(x1, ks[1])]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotl(x[1], r))
-        x[0] = lax.add(x[0], ks[(i + 1) % 3])
-        x[1] = lax.add(lax.add(x[1], ks[(i + 2) % 3]), i + 1)
-    return x[0], x[1]
-
-
-def threefry_2x32(key, count):
-    """jax's `threefry_2x32`: hash uint32 `count` (any shape) by halves -> same shape."""
-    k0, k1 = _key_words(key)
-    count = jnp.asarray(count)
-    n = count.size
-    flat = lax.reshape(count, (n,))                                   # [n]
-    if n % 2:
-        flat = lax.concatenate([flat, jnp.zeros((1,), _U32)], 0)       # [n + 1]
-    h = flat.shape[0] // 2
-    y0, y1 = threefry2x32(k0, k1, flat[:h], flat[h:])
-    out = lax.concatenate([y0, y1], 0)                               # [2h]
-    return lax.reshape(out[:n], count.shape)
-
-
 # ---- keys --------------------------------------------------------------------------------
-def _check_key(name: str, key):
-    """The raw uint32[2] words of one key, raw or typed."""
-    if _prng.is_key_array(key):
-        if key.shape:
-            raise ValueError(f"{name} accepts a single key, but was given a key array of "
-                             f"shape {key.shape} != (). Use fnad.vmap for batching.")
-        key = key._base
-    k = jnp.asarray(key)
-    if k.shape != (2,) or k.dtype != _U32:
-        raise TypeError(f"{name}: expected a raw PRNG key of shape (2,) and dtype uint32 "
-                        f"(from fnad.random.PRNGKey), got shape {k.shape} dtype {k.dtype}")
+def _typed(name: str, keys, single: bool = False) -> _prng.PRNGKeyArray:
+    """`keys` as a typed key array: typed keys as they are, raw keys (uint32[..., *key_shape])
+    wrapped as keys of the default implementation (config jax_default_prng_impl)."""
+    if _prng.is_key_array(keys):
+        return keys
+    impl = default_impl()
+    k = jnp.asarray(keys)
+    n = len(impl.key_shape)
+    if k.dtype != _U32 or k.ndim < n or k.shape[k.ndim - n:] != impl.key_shape:
+        want = f"a raw PRNG key of shape {impl.key_shape}" if single else \
+            f"raw PRNG keys of shape (..., {', '.join(map(str, impl.key_shape))})"
+        raise TypeError(f"{name}: expected {want} and dtype uint32 for the default PRNG "
+                        f"implementation {impl.name} (config jax_default_prng_impl; from "
+                        f"fnad.random.PRNGKey), got shape {k.shape} dtype {k.dtype}")
+    return _prng.PRNGKeyArray(k, impl.name)
+
+
+def _check_key(name: str, key) -> _prng.PRNGKeyArray:
+    """One key, raw or typed, as a 0-d typed key array (raw keys: the default impl's)."""
+    k = _typed(name, key, single=True)
+    if k.shape:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of "
+                         f"shape {k.shape} != (). Use fnad.vmap for batching.")
     return k
 
 
-def _key_words(key):
-    k = _check_key("threefry_2x32", key)
-    return lax.reshape(k[0:1], ()), lax.reshape(k[1:2], ())
+def _impl(key: _prng.PRNGKeyArray) -> PRNGImpl:
+    return PRNG_IMPLS[key._impl]
 
 
-def PRNGKey(seed) -> jnp.ndarray:
-    """A raw key uint32[2] from an integer seed, as jax.random.PRNGKey.
+def threefry_2x32(key, count):
+    """jax's `threefry_2x32`: hash uint32 `count` (any shape) by halves -> same shape. `key`
+    is a threefry2x32 key (raw uint32[2] or typed key<fry>)."""
+    if _prng.is_key_array(key):
+        if key.shape or key._impl != "threefry2x32":
+            raise TypeError(f"threefry_2x32: expected one threefry2x32 key, got a key array "
+                            f"of shape {key.shape} dtype {key.dtype}")
+        key = key._base
+    k = jnp.asarray(key)
+    if k.shape != (2,) or k.dtype != _U32:
+        raise TypeError(f"threefry_2x32: expected a raw threefry2x32 key of shape (2,) and "
+                        f"dtype uint32, got shape {k.shape} dtype {k.dtype}")
+    return _threefry_2x32(k, count)
+
+
+def PRNGKey(seed, *, impl=None) -> jnp.ndarray:
+    """A raw key (uint32[2] for threefry2x32, uint32[4] for rbg and unsafe_rbg; `impl`
+    defaults to config jax_default_prng_impl) from an integer seed, as jax.random.PRNGKey.
 
     With jax_enable_x64 the 64-bit seed splits into [hi, lo] words; without it the
-    seed is first wrapped to int32 (so the high word is 0), exactly as jax does.
+    seed is first wrapped to int32 (so the high word is 0), exactly as jax does (rbg and
+    unsafe_rbg repeat those two words).
     """
-    return _seed_words(seed, "PRNGKey")
+    return resolve_impl(impl, "PRNGKey").seed(_seed_words(seed, "PRNGKey"))
 
 
 def _seed_words(seed, name: str):
+    if _prng.is_key_array(seed):
+        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
     if isinstance(seed, (bool, np.bool_)) or (
             not isinstance(seed, (int, np.integer)) and not hasattr(seed, "dtype")):
         raise TypeError(f"{name}: seed must be an integer, got {type(seed).__name__}")
@@ -145,54 +141,42 @@ def _seed_words(seed, name: str):
     return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
 
 
-def key(seed) -> _prng.PRNGKeyArray:
-    """A typed key (a 0-d array of dtype key<fry>) from an integer seed, as jax.random.key:
-    the words of PRNGKey(seed)."""
-    return _prng.PRNGKeyArray(_seed_words(seed, "key"))
+def key(seed, *, impl=None, dtype=None) -> _prng.PRNGKeyArray:
+    """A typed key (a 0-d array of dtype key<fry>, key<rbg> or key<urbg>) from an integer
+    seed, as jax.random.key: the words of PRNGKey(seed, impl=impl). `impl` (or `dtype`, a
+    key dtype or name) defaults to config jax_default_prng_impl."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "fnad.random.key")
+        impl = dtype
+    impl = resolve_impl(impl, "key")
+    return _prng.PRNGKeyArray(impl.seed(_seed_words(seed, "key")), impl.name)
 
 
-def _as_given(key, words):
-    """`words` (raw keys) in the form `key` came in: typed if it was typed."""
-    return _prng.PRNGKeyArray(words) if _prng.is_key_array(key) else words
+def _as_given(key, keys: _prng.PRNGKeyArray):
+    """Typed `keys` in the form `key` came in: their raw words if it was raw."""
+    return keys if _prng.is_key_array(key) else keys._base
 
 
 def key_data(keys) -> jnp.ndarray:
-    """The uint32 words of keys, uint32[..., 2]: a typed key array's base, or raw keys as
-    they are."""
-    if _prng.is_key_array(keys):
-        return keys._base
-    k = jnp.asarray(keys)
-    if k.dtype != _U32 or not k.shape or k.shape[-1] != 2:
-        raise TypeError(f"key_data: expected raw keys of shape (..., 2) and dtype uint32, "
-                        f"got shape {k.shape} dtype {k.dtype}")
-    return k
-
-
-def _iota_2x32(shape):
-    """The row-major flat index over `shape` as uint64, split into (hi, lo) uint32."""
-    n = math.prod(shape)
-    if n > 2 ** 32:
-        raise NotImplementedError("fnad.random: more than 2**32 random values at once")
-    lo = lax.reshape(lax.iota(np.uint32, n), shape) if n else jnp.zeros(shape, _U32)
-    return jnp.zeros(shape, _U32), lo
+    """The uint32 words of keys, uint32[..., *key_shape]: a typed key array's base, or raw
+    keys as they are (checked against the default implementation's key shape)."""
+    return _typed("key_data", keys)._base
 
 
 def split(key, num: int | Sequence[int] = 2) -> jnp.ndarray:
-    """`num` new keys from `key`: uint32[num, 2] (or uint32[*num, 2] for a tuple)."""
+    """`num` new keys from `key`: [num] (or [*num] for a tuple) keys, typed if `key` is,
+    else raw uint32[*num, *key_shape], by the key's implementation."""
     k = _check_key("split", key)
     shape = tuple(int(d) for d in num) if isinstance(num, Sequence) else (int(num),)
-    k0, k1 = _key_words(k)
-    if config.jax_threefry_partitionable:
-        c_hi, c_lo = _iota_2x32(shape)
-        b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
-        return _as_given(key, jnp.stack([b0, b1], axis=len(shape)))  # [*shape, 2]
-    n = math.prod(shape)
-    return _as_given(key, lax.reshape(threefry_2x32(k, lax.iota(np.uint32, 2 * n)),
-                                      (*shape, 2)))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"split: num must be non-negative, got {num}")
+    return _as_given(key, _prng.PRNGKeyArray(_impl(k).split(k._base, shape), k._impl))
 
 
 def fold_in(key, data) -> jnp.ndarray:
-    """A new key from `key` and a 32-bit integer `data` (hash of PRNGKey-style data)."""
+    """A new key from `key` and a 32-bit integer `data`, by the key's implementation."""
     k = _check_key("fold_in", key)
     if np.ndim(data):
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape "
@@ -201,41 +185,13 @@ def fold_in(key, data) -> jnp.ndarray:
         d = jnp.asarray(np.array(int(data) % 2 ** 32, np.uint32))
     else:
         d = lax.convert_element_type(jnp.asarray(data), np.uint32)
-    count = jnp.stack([jnp.zeros((), _U32), d])                       # threefry_seed(data)
-    return _as_given(key, threefry_2x32(k, count))
+    return _as_given(key, _prng.PRNGKeyArray(_impl(k).fold_in(k._base, d), k._impl))
 
 
 # ---- bits ----------------------------------------------------------------------------------
-def _random_bits(key, bit_width: int, shape: tuple[int, ...]):
-    dtype = _UINT[bit_width]
-    if config.jax_threefry_partitionable:
-        k0, k1 = _key_words(key)
-        c_hi, c_lo = _iota_2x32(shape)
-        b0, b1 = threefry2x32(k0, k1, c_hi, c_lo)
-        if bit_width == 64:
-            hi = lax.convert_element_type(b0, dtype)
-            return lax.bitwise_or(lax.shift_left(hi, 32), lax.convert_element_type(b1, dtype))
-        out = lax.bitwise_xor(b0, b1)
-        return out if bit_width == 32 else lax.convert_element_type(out, dtype)
-    size = math.prod(shape)
-    max_count = -(-bit_width * size // 32)
-    if max_count >= 2 ** 32 - 1:
-        raise NotImplementedError("fnad.random: more than 2**32 random words at once")
-    words = threefry_2x32(key, lax.iota(np.uint32, max_count))        # [max_count]
-    if bit_width == 64:
-        hi, lo = (lax.convert_element_type(w, dtype)
-                  for w in (words[:max_count // 2], words[max_count // 2:]))
-        return lax.reshape(lax.bitwise_or(lax.shift_left(hi, 32), lo), shape)
-    if bit_width in (8, 16):                                          # words.view(dtype)
-        per = 32 // bit_width
-        shifts = lax.mul(lax.iota(np.uint32, per), bit_width)         # [per]
-        parts = lax.shift_right_logical(
-            lax.broadcast_in_dim(words, (max_count, per), (0,)),
-            lax.broadcast_in_dim(shifts, (max_count, per), (1,)))     # [max_count, per]
-        parts = lax.bitwise_and(parts, (1 << bit_width) - 1)
-        flat = lax.reshape(parts, (max_count * per,))
-        return lax.reshape(lax.convert_element_type(flat, dtype)[:size], shape)
-    return lax.reshape(words, shape)
+def _random_bits(key: _prng.PRNGKeyArray, bit_width: int, shape: tuple[int, ...]):
+    """`shape` unsigned ints of `bit_width` bits from one typed key, by its implementation."""
+    return _impl(key).random_bits(key._base, bit_width, shape)
 
 
 def bits(key, shape: Sequence[int] = (), dtype=None) -> jnp.ndarray:
@@ -537,33 +493,31 @@ def clone(key):
 
 
 def key_impl(keys) -> str:
-    """The PRNG implementation of `keys` (raw or typed): always 'threefry2x32' (the spec's
-    name, which is what jax's PRNGSpec prints as)."""
-    key_data(keys)
-    return "threefry2x32"
+    """The name of the PRNG implementation of `keys`: a typed key array's own, the default
+    (config jax_default_prng_impl) for raw keys. A string, as jax's for its built-in
+    implementations."""
+    return _typed("key_impl", keys)._impl
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> _prng.PRNGKeyArray:
-    """Typed keys over raw key words uint32[..., 2] (the array's leading shape), as
+    """Typed keys over raw key words uint32[..., *key_shape] (the array's leading shape) of
+    implementation `impl` (or `dtype`; default config jax_default_prng_impl), as
     jax.random.wrap_key_data."""
-    if dtype is not None and impl is not None:
-        raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                         "fnad.random.wrap_key_data")
-    spec = impl if impl is not None else dtype
-    if spec is not None and str(spec) not in ("threefry2x32", "key<fry>"):
-        raise NotImplementedError(f"wrap_key_data: fnad.random only has the threefry2x32 "
-                                  f"PRNG, not {spec}")
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "fnad.random.wrap_key_data")
+        impl = dtype
+    impl = resolve_impl(impl, "wrap_key_data")
     if _prng.is_key_array(key_bits_array):
         raise TypeError("wrap_key_data: the argument is already a typed key array")
-    return _prng.wrap(jnp.asarray(key_bits_array))
+    return _prng.wrap(jnp.asarray(key_bits_array), impl.name)
 
 
 def key_dtype(impl_spec=None):
-    """The dtype of typed keys, key<fry> (fnad has the threefry2x32 PRNG only)."""
-    if impl_spec is not None and str(impl_spec) != "threefry2x32":
-        raise NotImplementedError(f"key_dtype: fnad.random only has the threefry2x32 PRNG, "
-                                  f"not {impl_spec}")
-    return _prng.KEY_DTYPE
+    """The dtype of typed keys of implementation `impl_spec` (a name or key dtype; default
+    config jax_default_prng_impl): key<fry>, key<rbg> or key<urbg>."""
+    return resolve_impl(impl_spec, "key_dtype").dtype
 
 
 # the other distributions (fnad/_random_dists.py imports the samplers above)

@@ -115,7 +115,7 @@ def test_wrong_type_is_type_error_naming_option(fresh, name, value):
 
 @pytest.mark.parametrize("name, value", [
     ("jax_numpy_rank_promotion", "sometimes"),
-    ("jax_default_prng_impl", "rbg"),
+    ("jax_default_prng_impl", "philox4x32"),
     ("jax_traceback_filtering", "everything"),
     ("jax_default_matmul_precision", "fastest"),
     ("jax_default_backend", ""),
