@@ -364,8 +364,10 @@ class _GatherPlan(NamedTuple):
     advanced: bool              # integer-array indices present (so maybe repeated)
 
 
-def _gather_plan(shape, entries, contiguous: bool, wrap: bool) -> _GatherPlan:
-    """JAX's `_index_to_gather`: one gather computing x[idx] for parsed `entries`."""
+def _gather_plan(shape, entries, contiguous: bool, wrap: bool,
+                 scatter: bool = False) -> _GatherPlan:
+    """JAX's `_index_to_gather`: one gather computing x[idx] for parsed `entries` (for a
+    scatter, index arrays into a size-0 axis are no error: their updates are dropped)."""
     idx_dtype = _index_dtype(shape)
     advanced = any(k == _ARRAY and _ndim(v) > 0 for k, v in entries)
     adv_pos = [p for p, (k, _) in enumerate(entries) if k in (_INT, _ARRAY)] if advanced else []
@@ -384,7 +386,7 @@ def _gather_plan(shape, entries, contiguous: bool, wrap: bool) -> _GatherPlan:
         if adv_pos and pos == (adv_pos[0] if contiguous else 0):
             arrays, b_shape = _broadcast_indices(adv_arrays)
             for ax in adv_axes:
-                if shape[ax] == 0 and int(np.prod(b_shape)):
+                if shape[ax] == 0 and int(np.prod(b_shape)) and not scatter:
                     raise IndexError(f"index is out of bounds for axis {ax} with size 0")
             pieces.extend((a, len(batch_shape)) for a in arrays)
             batch_shape.extend(b_shape)
@@ -629,8 +631,8 @@ def _scatter_update(x, idx, y, op: str, sorted_, unique, mode, wrap):
         xp = lax.expand_dims(xp, inserted)
     out = _block_update(xp, entries, yp, op, wrap)
     if out is None:
-        plan = _gather_plan(xp.shape, entries, contiguous, wrap)
-        if 0 in plan.slice_shape:
+        plan = _gather_plan(xp.shape, entries, contiguous, wrap, scatter=True)
+        if 0 in plan.slice_shape or 0 in xp.shape:          # nothing to update, as jax's
             return x
         yp = _broadcast_values(yp, plan.slice_shape)
         if plan.newaxis_dims:

@@ -243,6 +243,21 @@ def test_at_ops_with_repeated_indices_match_jax(op):
     np.testing.assert_allclose(np.asarray(ours(*args)), np.asarray(theirs(*args)), rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape, index", [((0,), (np.array([0]),)), ((0, 3), (np.array([0, 1]),)),
+                                          ((2, 0), (slice(None), np.array([0])))])
+@pytest.mark.parametrize("op, mode", [("add", None), ("add", "drop"), ("set", "clip"),
+                                      ("mul", None)])
+@needs_jax
+def test_scatter_into_an_empty_axis_updates_nothing_as_jax(shape, index, op, mode):
+    kw = {} if mode is None else {"mode": mode}
+    want = getattr(jjnp.zeros(shape).at[index], "multiply" if op == "mul" else op)(2.0, **kw)
+    got = getattr(jnp.zeros(shape).at[index], op)(2.0, **kw)
+    assert got.shape == want.shape == shape and got.dtype == want.dtype
+    if shape[0] == 0:
+        with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+            jnp.zeros(shape).at[0].add(1.0)          # a static int: an error, as jax's
+
+
 def test_at_add_accumulates_like_ufunc_at():
     xn = np.zeros((3, 4), np.float32)
     idx = (np.array([0, 2, 0, 0]), slice(None))
