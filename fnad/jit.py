@@ -250,7 +250,8 @@ class _Stage:
     def out_info(self):
         """The outputs' pytree of ShapeDtypeStructs."""
         return tree_util.tree_unflatten(self.out_tree, [
-            core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self.jaxpr.out_avals])
+            core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            for a in self.jaxpr.out_avals])
 
     @property
     def source(self) -> str | None:

@@ -262,7 +262,8 @@ def eval_shape(fun: Callable, *args, **kwargs):
     flat_fun, out_tree = flatten_fun(fun, in_tree)
     closed = trace_to_jaxpr(flat_fun, [shaped_abstractify(x) for x in flat],
                             f"eval_shape of {getattr(fun, '__name__', 'fun')}")
-    shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals]
+    shapes = [core.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+              for a in closed.out_avals]
     return tree_util.tree_unflatten(out_tree[0], shapes)
 
 
