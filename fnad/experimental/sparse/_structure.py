@@ -24,9 +24,9 @@ from fnad import lax
 from fnad.experimental.sparse.bcoo import (BCOO, _broadcast_batch, _check_bcoo, _fill_value,
                                            _normalize_axis, bcoo_sum_duplicates)
 
-__all__ = ["SparseEfficiencyError", "SparseEfficiencyWarning", "bcoo_broadcast_in_dim",
-           "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_gather", "bcoo_reshape", "bcoo_rev",
-           "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout"]
+__all__ = ["CuSparseEfficiencyWarning", "SparseEfficiencyError", "SparseEfficiencyWarning",
+           "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_gather",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout"]
 
 
 class SparseEfficiencyError(ValueError):
@@ -35,6 +35,11 @@ class SparseEfficiencyError(ValueError):
 
 class SparseEfficiencyWarning(UserWarning):
     """As SparseEfficiencyError, when on_inefficient='warn'."""
+
+
+class CuSparseEfficiencyWarning(SparseEfficiencyWarning):
+    """jax warns this when an operation falls back from its cuSPARSE kernel; fnad has no
+    cuSPARSE path and never raises it. Here so that code filtering it works unchanged."""
 
 
 def _mark_padding(indices, keep, sizes):

@@ -439,6 +439,8 @@ def bcoo_todense(mat: BCOO):
     data, indices = _broadcast_batch(mat.data, mat.indices, mat.shape, layout)
     if ns == 0:                               # one block per batch position: the entries' sum
         return jnp.broadcast_to(jnp.sum(data, axis=nb, dtype=data.dtype), mat.shape)
+    if 0 in mat.shape[nb:nb + ns]:            # a size-0 sparse dim: every entry is padding
+        return jnp.zeros(mat.shape, data.dtype)
     index = (*_batch_iotas(mat.shape[:nb], 1), *(indices[..., j] for j in range(ns)))
     return jnp.zeros(mat.shape, data.dtype).at[index].add(data, mode="drop")
 

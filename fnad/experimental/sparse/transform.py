@@ -7,11 +7,12 @@ operand is bound as usual; one with a sparse operand goes through its sparse rul
 which keeps the result sparse where the operation maps zeros to zeros (elementwise
 functions with f(0) = 0, products with a dense operand, sums over axes, transposes) or
 computes a dense result where the sparse operand meets a dense one in a product
-(`dot_general`); the shape operations (slice, dynamic_slice, rev, squeeze, reshape,
-broadcast_in_dim, concatenate) keep it sparse (_structure.py). An operation without a rule
-(one that would densify, as `exp`) raises NotImplementedError, as in jax. Nested jit calls
-are evaluated the same way. Because the rules are compositions of fnad operations, a
-sparsified function works under grad, vmap and jit.
+(`dot_general`); convolutions (`conv_general_dilated`, _conv.py) and the shape operations
+(slice, dynamic_slice, rev, squeeze, reshape, broadcast_in_dim, concatenate) keep it sparse
+(_structure.py). An operation without a rule (one that would densify, as `exp`) raises
+NotImplementedError, as in jax. Nested jit calls are evaluated the same way. Because the
+rules are compositions of fnad operations, a sparsified function works under grad, vmap
+and jit.
 """
 from __future__ import annotations
 
@@ -84,6 +85,11 @@ def _dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_eleme
     return out if preferred_element_type is None else out.astype(preferred_element_type)
 
 
+def _conv_general_dilated(lhs, rhs, **params):
+    from fnad.experimental.sparse._conv import bcoo_conv_general_dilated
+    return bcoo_conv_general_dilated(lhs, rhs, **params)
+
+
 def _reduce_sum(x, *, axes, **_):
     out = bcoo_reduce_sum(x, axes=tuple(axes))
     return out.data.sum() if out.shape == () else out
@@ -129,6 +135,7 @@ def _rules() -> dict:
     rules.update(integer_pow=_integer_pow(prims["integer_pow"]),
                  convert_element_type=_convert(prims["convert_element_type"]),
                  mul=_mul, add=_add, sub=_sub, div=_div, dot_general=_dot_general,
+                 conv_general_dilated=_conv_general_dilated,
                  reduce_sum=_reduce_sum, transpose=_transpose)
     rules.update(_structural())
     return rules
