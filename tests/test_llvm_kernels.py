@@ -148,14 +148,21 @@ def test_falls_back_to_numba_for_what_it_does_not_cover():
     np.testing.assert_array_equal(out, 2 * x[::2][:2])
 
 
-def test_the_compiled_builtin_checks_its_arguments():
-    source = UNSUPPORTED.replace("    assert n0 >= 0\n", "").replace("k_unsupported",
-                                                                    "k_supported")
+def bound_kernel(name: str, source: str):
+    """(the llvm Kernel of `source`'s function `name`, a driver namespace bound to it)."""
     namespace = {}
     exec(source, namespace)                       # noqa: S102 - a kernel source, as codegen's
-    kernel = llvm_kernels.Kernel("k_supported", source, lambda: namespace["k_supported"])
+    kernel = llvm_kernels.Kernel(name, source, lambda: namespace[name])
     driver = {}
     kernel.bind(driver)
+    return kernel, driver
+
+
+SUPPORTED = UNSUPPORTED.replace("    assert n0 >= 0\n", "").replace("k_unsupported", "k_supported")
+
+
+def test_the_compiled_builtin_checks_its_arguments():
+    kernel, driver = bound_kernel("k_supported", SUPPORTED)
     x = np.arange(6, dtype=np.float32)
     size = np.array([6], np.uint64)
     before = len(llvm_kernels.FALLBACKS)
@@ -184,13 +191,7 @@ def test_large_outputs_start_on_a_cache_line():
     """Outputs of 4 KB and more (the builtin's, and the driver's for threaded kernels) start
     on a 64-byte boundary, as numba's allocations: vector stores then do not straddle
     cache lines (np.empty's large blocks start 16 bytes past a page)."""
-    source = UNSUPPORTED.replace("    assert n0 >= 0\n", "").replace("k_unsupported",
-                                                                    "k_aligned")
-    namespace = {}
-    exec(source, namespace)                       # noqa: S102 - a kernel source, as codegen's
-    kernel = llvm_kernels.Kernel("k_aligned", source, lambda: namespace["k_aligned"])
-    driver = {}
-    kernel.bind(driver)
+    kernel, driver = bound_kernel("k_aligned", SUPPORTED.replace("k_supported", "k_aligned"))
     x = np.arange(5000, dtype=np.float32)
     kernel(np.array([3], np.uint64), x[:3], 3)
     for n in (1024, 1031, 5000):                  # 4096 bytes and more
@@ -234,11 +235,7 @@ def k_row_sums(sz, a0, s0):
 
 
 def test_a_row_buffer_that_cannot_be_allocated_raises_memory_error():
-    namespace = {}
-    exec(ROW_SUMS, namespace)                     # noqa: S102 - a kernel source, as codegen's
-    kernel = llvm_kernels.Kernel("k_row_sums", ROW_SUMS, lambda: namespace["k_row_sums"])
-    driver = {}
-    kernel.bind(driver)
+    kernel, driver = bound_kernel("k_row_sums", ROW_SUMS)
     x = np.arange(6, dtype=np.float32)
     before = len(llvm_kernels.FALLBACKS)
     (out,) = kernel(np.array([2, 3], np.uint64), x, 2)

@@ -971,8 +971,15 @@ def fastcall_wrapper(module, fn, info, type_nums):
             values.append(as_int64(obj))
     outs = []
     call_args = at_entry().alloca(ptr, size=2)
+    null = ir.Constant(ptr, None)
     long_from = decl("PyLong_FromLongLong", ptr, [I64])
     get_slice = decl("PySequence_GetSlice", ptr, [ptr, I64, I64])
+
+    def phi(*incoming):                                 # the object from each block
+        out = b.phi(ptr)
+        for value, block in incoming:
+            out.add_incoming(value, block)
+        return out
 
     def aligned_empty(n, nbytes, dtype_obj):
         """numpy.empty(n + pad)[off:off + n], its data on a 64-byte boundary (NULL with
@@ -997,13 +1004,7 @@ def fastcall_wrapper(module, fn, info, type_nums):
         sliced = b.block
         b.branch(done)
         b.position_at_end(done)
-        out = b.phi(ptr)
-        out.add_incoming(null, start)
-        out.add_incoming(null, after_whole)
-        out.add_incoming(view, sliced)
-        return out
-
-    null = ir.Constant(ptr, None)
+        return phi((null, start), (null, after_whole), (view, sliced))
 
     def empty(size_obj, dtype_obj):                     # numpy.empty(size, dtype)
         b.store(size_obj, b.gep(call_args, [ir.Constant(I64, 0)]))
@@ -1031,9 +1032,7 @@ def fastcall_wrapper(module, fn, info, type_nums):
             large_end = b.block
             b.branch(out_bb)
             b.position_at_end(out_bb)
-            out = b.phi(ptr)
-            out.add_incoming(small, small_end)
-            out.add_incoming(large, large_end)
+            out = phi((small, small_end), (large, large_end))
         failed = w.append_basic_block("empty_failed")
         made = w.append_basic_block("empty_ok")
         b.cbranch(b.icmp_unsigned("==", out, ir.Constant(ptr, None)), failed, made)
