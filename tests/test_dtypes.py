@@ -559,3 +559,25 @@ def test_weak_type_of_boolean_results_as_jax(case, arg):
     want = f(jax.numpy, jax.lax)(jax.numpy.asarray(arg))      # eager, on a (weak) array
     got = f(fnp, fnad.lax)(fnp.asarray(arg))
     assert (got.dtype, got.weak_type) == (want.dtype, want.weak_type)
+
+
+# Functions whose weak type comes from how jax computes them (a sweep of fnad.numpy against
+# jax.numpy on Python scalars found these).
+WEAK_RESULT_CASES = {
+    "power": lambda np_: lambda x, y: np_.power(x, y),
+    "nextafter": lambda np_: lambda x, y: np_.nextafter(x, y),
+    "spacing": lambda np_: lambda x, y: np_.spacing(x),
+}
+
+
+@pytest.mark.parametrize("args", [(1.5, 2.0), (2, 3), (1.5, 2), (np.float32(1.5), 2)],
+                         ids=["floats", "ints", "float_int", "f32_int"])
+@pytest.mark.parametrize("case", sorted(WEAK_RESULT_CASES))
+def test_weak_type_of_results_as_jax(case, args):
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    import fnad
+    import fnad.numpy as fnp
+    f = WEAK_RESULT_CASES[case]
+    want = jax.eval_shape(f(jax.numpy), *args)
+    got = fnad.eval_shape(f(fnp), *args)
+    assert (got.shape, got.dtype, got.weak_type) == (want.shape, want.dtype, want.weak_type)

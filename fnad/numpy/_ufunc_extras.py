@@ -145,7 +145,9 @@ def nextafter(x: ArrayLike, y: ArrayLike, /) -> Array:
     biggest = lax.full_like(x, float(info.max))
     out = _where(isinf(x), copysign(biggest, x), out)            # inf toward y: the max
     out = _where(lg.eq(x, y), y, out)
-    return _where(lg.bitwise_or(isnan(x), isnan(y)), add(x, y), out)
+    out = _where(lg.bitwise_or(isnan(x), isnan(y)), add(x, y), out)
+    # (the steps' constants are strong; the result is weak where both inputs are, as jax's)
+    return lg.convert_element_type(out, out.dtype, x.aval.weak_type and y.aval.weak_type)
 
 
 def spacing(x: ArrayLike, /) -> Array:
@@ -154,7 +156,7 @@ def spacing(x: ArrayLike, /) -> Array:
     x = ensure_array(x)
     if dtypes.is_complex(x.dtype):
         raise ValueError("fnad.numpy.spacing is not defined for complex inputs.")
-    inf = lax.full_like(x, np.inf)
+    inf = lax.full(x.shape, np.inf, x.dtype)                    # strong: so is the result
     if x.dtype == np.float16:                                   # as NumPy (and JAX)
         return subtract(nextafter(x, inf), x)
     result = subtract(nextafter(x, copysign(inf, x)), x)

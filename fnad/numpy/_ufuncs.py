@@ -245,8 +245,9 @@ def power(x1: ArrayLike, x2: ArrayLike, /) -> Array:
         return _pow_int_int(x1_, ensure_array(x2_))
     d1, d2 = _dtype(x1), _dtype(x2)
     if dtypes.is_inexact(d1) and dtypes.is_int(d2):
-        # jax keeps the base's dtype here (lax.pow takes an integer exponent).
-        return ew.pow(x1, lg.convert_element_type(x2, d1))      # (a strong result, as JAX)
+        # jax keeps the base's dtype here (lax.pow takes an integer exponent); the result is
+        # weak where both are, as jax's.
+        return ew.pow(x1, lg.convert_element_type(x2, d1, dtypes.is_weakly_typed(x2)))
     return ew.pow(x1_, x2_)
 
 
@@ -263,7 +264,7 @@ def _pow_int_int(x1, x2):
         acc = _lax_where(lg.ne(lg.bitwise_and(x2, one), 0), ew.mul(acc, x1), acc)
         x1 = ew.mul(x1, x1)
         x2 = lg.shift_right_logical(x2, one)
-    return acc
+    return lg.convert_element_type(acc, acc.aval.dtype, False)  # strong, as jax's
 
 
 def float_power(x: ArrayLike, y: ArrayLike, /) -> Array:
