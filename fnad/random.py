@@ -141,16 +141,22 @@ def _seed_words(seed, name: str):
     return jnp.asarray(np.array([hi, u & 0xFFFFFFFF], np.uint32))
 
 
+def _impl_or_dtype(impl, dtype, where: str) -> PRNGImpl:
+    """The implementation named by `impl` or by `dtype` (a key dtype or name; not both), as
+    jax's key and wrap_key_data take them; the default where neither is given."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to "
+                             f"fnad.random.{where}")
+        impl = dtype
+    return resolve_impl(impl, where)
+
+
 def key(seed, *, impl=None, dtype=None) -> _prng.PRNGKeyArray:
     """A typed key (a 0-d array of dtype key<fry>, key<rbg> or key<urbg>) from an integer
     seed, as jax.random.key: the words of PRNGKey(seed, impl=impl). `impl` (or `dtype`, a
     key dtype or name) defaults to config jax_default_prng_impl."""
-    if dtype is not None:
-        if impl is not None:
-            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "fnad.random.key")
-        impl = dtype
-    impl = resolve_impl(impl, "key")
+    impl = _impl_or_dtype(impl, dtype, "key")
     return _prng.PRNGKeyArray(impl.seed(_seed_words(seed, "key")), impl.name)
 
 
@@ -503,12 +509,7 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None) -> _prng.PRNGKeyArra
     """Typed keys over raw key words uint32[..., *key_shape] (the array's leading shape) of
     implementation `impl` (or `dtype`; default config jax_default_prng_impl), as
     jax.random.wrap_key_data."""
-    if dtype is not None:
-        if impl is not None:
-            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "fnad.random.wrap_key_data")
-        impl = dtype
-    impl = resolve_impl(impl, "wrap_key_data")
+    impl = _impl_or_dtype(impl, dtype, "wrap_key_data")
     if _prng.is_key_array(key_bits_array):
         raise TypeError("wrap_key_data: the argument is already a typed key array")
     return _prng.wrap(jnp.asarray(key_bits_array), impl.name)
