@@ -93,6 +93,11 @@ def _group(index, size_per_group, groups):
     return index // size_per_group if groups > 1 else jnp.zeros_like(index)
 
 
+def _trailing_ones(n: int):
+    """[E] -> [E, 1 x n]: a per-entry array against a pair shape [E, ...]."""
+    return lambda a: jnp.reshape(a, (-1,) + (1,) * n)
+
+
 def _lhs_entries(lhs, rhs, g, index_dtype) -> _Pairs:
     """Each lhs entry (n, c, x) times the rhs block rhs[o in its group, c mod I, *K]:
     P = [El, O/T, *K] with T = max(G, B) groups."""
@@ -105,7 +110,7 @@ def _lhs_entries(lhs, rhs, g, index_dtype) -> _Pairs:
     rhs_t = jnp.moveaxis(jnp.reshape(rhs_c, (T, Ot, I, *K)), 2, 1)               # [T, I, Ot, *K]
     block = rhs_t[t, c % I]                                                      # [El, Ot, *K]
     P = (vl.shape[0], Ot, *K)
-    expand = (lambda a: jnp.reshape(a, (-1,) + (1,) * (1 + nd)))
+    expand = _trailing_ones(1 + nd)
     o = expand(t) * Ot + _iota(P, 1, t.dtype)
     ks = [_iota(P, 2 + j, t.dtype) for j in range(nd)]
     return _Pairs(P, expand(vl) * block, expand(ok), expand(n % g["N_out"]), o,
@@ -124,7 +129,7 @@ def _rhs_entries(lhs, rhs, g, index_dtype) -> _Pairs:
     lhs_b = jnp.moveaxis(jnp.reshape(lhs_c, (B, Nb, lhs_c.shape[1], *S)), 2, 1)  # [B, C, N', *S]
     block = lhs_b[b, c]                                                          # [Er, N', *S]
     P = (vr.shape[0], Nb, *S)
-    expand = (lambda a: jnp.reshape(a, (-1,) + (1,) * (1 + nd)))
+    expand = _trailing_ones(1 + nd)
     xs = [_iota(P, 2 + j, o.dtype) for j in range(nd)]
     return _Pairs(P, block * expand(vr), expand(ok), _iota(P, 1, o.dtype), expand(o), xs,
                   [expand(k) for k in ks], (*range(1, len(P)), 0))
@@ -175,14 +180,13 @@ def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation
              G=params["feature_group_count"], B=B, N_out=lhs.shape[lspec[0]] // B)
     index_dtype = (lhs.indices.dtype if isinstance(lhs, BCOO)
                    else rhs.indices.dtype if isinstance(rhs, BCOO) else np.dtype(np.int32))
-    lhs = lhs if isinstance(lhs, BCOO) else lhs.astype(dtype)
-    rhs = rhs if isinstance(rhs, BCOO) else rhs.astype(dtype)
+    lhs, rhs = lhs.astype(dtype), rhs.astype(dtype)             # (BCOO.astype: its data)
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        pairs = _both_sparse(lhs.astype(dtype), rhs.astype(dtype), g, index_dtype)
+        pairs = _both_sparse(lhs, rhs, g, index_dtype)
     elif isinstance(lhs, BCOO):
-        pairs = _lhs_entries(lhs.astype(dtype), rhs, g, index_dtype)
+        pairs = _lhs_entries(lhs, rhs, g, index_dtype)
     elif isinstance(rhs, BCOO):
-        pairs = _rhs_entries(lhs, rhs.astype(dtype), g, index_dtype)
+        pairs = _rhs_entries(lhs, rhs, g, index_dtype)
     else:                                     # both dense: the fewer products
         T = max(g["G"], g["B"])
         K = math.prod(rhs.shape[d] for d in rspec[2:])
