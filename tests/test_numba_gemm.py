@@ -30,7 +30,11 @@ def test_chunked_matmul_equals_numpy(a_shape, b_shape, dtype):
     a, b = rand(*a_shape, dtype=dtype), rand(*b_shape, dtype=dtype)
     assert np.prod(a.shape) * b.shape[-1] >= gemm.SMALL       # the chunked path
     tol = 2e-4 if dtype == np.float32 else 1e-11      # blocking changes the sum order
-    np.testing.assert_allclose(gemm.matmul(a, b), np.matmul(a, b), rtol=tol, atol=tol)
+    out = gemm.matmul(a, b)
+    np.testing.assert_allclose(out, np.matmul(a, b), rtol=tol, atol=tol)
+    from fnad.backends.numba_cpu.runtime import NUM_THREADS
+    if NUM_THREADS > 1 and gemm.blas_threads() is not None:   # chunks: an aligned output
+        assert out.ctypes.data % 64 == 0
 
 
 def test_transposed_operands_and_blas_threads_restored():
