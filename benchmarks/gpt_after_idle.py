@@ -57,7 +57,7 @@ def main(argv=None) -> None:
     params, tokens = g.inputs()
     import fnad
     import fnad.numpy as fnp
-    from fnad.backends.numba_cpu.runtime import NUM_THREADS
+    from fnad.backends.numba_cpu.threads import NUM_THREADS
     _, _, fnad_step, _, _ = g.run(fnad, fnp, fnad.nn, params, tokens, fnad.jit)
     jax = optional("jax")
     jax_step = None

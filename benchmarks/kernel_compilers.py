@@ -16,7 +16,7 @@ from _common import header, ratio, rounds, table, wait_compiled
 import fnad
 import fnad.numpy as jnp
 from fnad.backends.numba_cpu import llvm_kernels
-from fnad.backends.numba_cpu.runtime import NUM_THREADS
+from fnad.backends.numba_cpu.threads import NUM_THREADS
 
 CASES = {
     "exp(x) + 1": lambda x: jnp.exp(x) + 1.0,

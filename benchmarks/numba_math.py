@@ -23,7 +23,7 @@ import numba
 import numpy as np
 from scipy import special
 
-from fnad.backends.numba_cpu import mathfns
+from fnad.backends.numba_cpu import mathfns, scalar_ops
 
 CALLER_FLAGS = {"arcp", "contract", "afn", "reassoc", "nsz"}   # the code generator's flags
 N = 1_000_000
@@ -101,7 +101,7 @@ def run_table(dtype) -> list[tuple]:
             fns["jax"] = lambda: jf(ja).block_until_ready()
         t = best_ms(fns)
         t_ours, t_libm, t_np, t_jax = t["ours"], t["libm"], t["numpy"], t.get("jax")
-        vec = "yes" if (name, dtype) in mathfns.VECTORIZES else "no (libm)"
+        vec = "yes" if (name, dtype) in scalar_ops.VECTORIZES else "no (libm)"
         rows.append((f"{name} {np.dtype(dtype).name}", vec, t_ours, t_libm, t_np, t_jax))
     return rows
 

@@ -3,7 +3,7 @@
     python benchmarks/worker_spin.py [--rounds 30]
 
 One process runs the GPT step (gpt_step.py) and the MLP step (mlp_step.py) compiled once,
-alternating rounds with the workers' spin budget at FNAD_SPIN_US (runtime.SPIN_US) and at
+alternating rounds with the workers' spin budget at FNAD_SPIN_US (threads.SPIN_US) and at
 0 (they sleep after every task, as FNAD_SPIN_US=0 makes them), and prints the medians and
 the median of the per-round ratios. Alternating in one process keeps the machine's own
 drift out of the ratio.
@@ -20,7 +20,7 @@ from _common import header, wait_compiled
 
 import fnad
 import fnad.numpy as jnp
-from fnad.backends.numba_cpu import runtime
+from fnad.backends.numba_cpu import threads
 
 
 def gpt_call():
@@ -41,7 +41,7 @@ def mlp_call():
 
 
 def compare(name: str, call, rounds: int, reps: int) -> None:
-    workers = runtime.workers()
+    workers = threads.workers()
     for _ in range(100):                        # compiled calls; then the workers calibrate
         call()
         if workers.rounds:
@@ -51,7 +51,7 @@ def compare(name: str, call, rounds: int, reps: int) -> None:
     if not spin:
         print(f"{name:10s} the workers did not start spinning: nothing to compare")
         return
-    arms = {f"spin {runtime.SPIN_US:.0f} us": spin, "no spin": 0}
+    arms = {f"spin {threads.SPIN_US:.0f} us": spin, "no spin": 0}
     times: dict[str, list] = {k: [] for k in arms}
     order = list(arms)
     for r in range(rounds):
@@ -74,12 +74,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=30)
     args = ap.parse_args()
-    if runtime.NUM_THREADS < 2 or runtime.SPIN_US <= 0:
-        print(f"nothing to compare: {runtime.NUM_THREADS} thread(s), "
-              f"FNAD_SPIN_US={runtime.SPIN_US:g}")
+    if threads.NUM_THREADS < 2 or threads.SPIN_US <= 0:
+        print(f"nothing to compare: {threads.NUM_THREADS} thread(s), "
+              f"FNAD_SPIN_US={threads.SPIN_US:g}")
         return
     print(header())
-    print(f"numba backend: {runtime.NUM_THREADS} threads, FNAD_SPIN_US={runtime.SPIN_US:g}")
+    print(f"numba backend: {threads.NUM_THREADS} threads, FNAD_SPIN_US={threads.SPIN_US:g}")
     compare("GPT step", gpt_call(), args.rounds, 1)
     compare("MLP step", mlp_call(), args.rounds, 10)
 

@@ -154,7 +154,7 @@ def test_views_are_read_in_place_by_strides(rows):
 
 
 def test_strided_gives_flat_memory_and_element_strides_or_a_copy():
-    from fnad.backends.numba_cpu.runtime import strided
+    from fnad.backends.numba_cpu.threads import strided
     base = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8)
     views = {"slice of a transpose": base.transpose(1, 0, 2)[1:5, :, ::3],
              "reversed": base[:, ::-1],
@@ -717,16 +717,16 @@ _WARM_SCRIPT = textwrap.dedent("""
     x = np.linspace(-1, 1, 512 * 512, dtype=np.float32).reshape(512, 512)
     f = fnad.jit(lambda x: (jnp.tanh(x) * 2.0 + 1.0) @ x.T, backend="numba")
     y = f(x)
-    y = f(x)                             # the workers load _spin once the first call ran
-    from fnad.backends.numba_cpu import runtime
-    deadline = time.monotonic() + 60     # (until calibrated: a compile of _spin has saved it)
-    while not runtime.workers().rounds and time.monotonic() < deadline:
+    y = f(x)                             # the workers build their spin loop after the first
+    from fnad.backends.numba_cpu import threads
+    deadline = time.monotonic() + 60     # (until calibrated)
+    while not threads.workers().rounds and time.monotonic() < deadline:
         time.sleep(0.01)
     import sys
     print("refreshes", len(refreshes))
     print("arraymath imported", "numba.np.arraymath" in sys.modules)
     print("arrayobj imported", "numba.np.arrayobj" in sys.modules)
-    print("spin loaded", bool(runtime._spin.overloads and runtime.workers().rounds))
+    print("spinning", threads.workers().rounds > 0)
     print("sum", float(np.asarray(y, np.float64).sum()))
 """)
 
@@ -734,7 +734,7 @@ _WARM_SCRIPT = textwrap.dedent("""
 @pytest.mark.usefixtures("numba_compiler")      # numba's own compile path
 def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
     """runtime.load_cached: a new process on a warm disk cache loads the program's kernels
-    and the workers' _spin from it without numba's target refresh (110-150 ms of numba
+    from it without numba's target refresh (110-150 ms of numba
     imports and registrations, which only compiling needs) or numba's arraymath
     (runtime.before_compiling) and arrayobj (kernels allocate with runtime.empty, whose
     code names no environment of that module), and computes the same."""
@@ -746,7 +746,7 @@ def test_a_warm_process_loads_kernels_without_starting_numbas_target(tmp_path):
     assert "refreshes 0" not in runs[0], runs[0]            # it compiled
     assert "refreshes 0" in runs[1] and "arraymath imported False" in runs[1], runs[1]
     assert "arrayobj imported False" in runs[1], runs[1]          # runtime.empty
-    assert "spin loaded True" in runs[0] and "spin loaded True" in runs[1], runs
+    assert "spinning True" in runs[0] and "spinning True" in runs[1], runs
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 
 

@@ -32,7 +32,7 @@ def test_chunked_matmul_equals_numpy(a_shape, b_shape, dtype):
     tol = 2e-4 if dtype == np.float32 else 1e-11      # blocking changes the sum order
     out = gemm.matmul(a, b)
     np.testing.assert_allclose(out, np.matmul(a, b), rtol=tol, atol=tol)
-    from fnad.backends.numba_cpu.runtime import NUM_THREADS
+    from fnad.backends.numba_cpu.threads import NUM_THREADS
     if NUM_THREADS > 1 and gemm.blas_threads() is not None:   # chunks: an aligned output
         assert out.ctypes.data % 64 == 0
 

@@ -1,4 +1,4 @@
-"""The numba backend's worker threads (backends/numba_cpu/runtime.py `_Workers`,
+"""The numba backend's worker threads (backends/numba_cpu/threads.py `_Workers`,
 `on_all_threads`): every call's work runs on the caller and on the workers, which look for
 tasks without the GIL for a while (`_spin`) before they sleep; errors reach the caller,
 late workers skip a finished task, and a second caller runs its work alone."""
@@ -17,9 +17,9 @@ import pytest
 
 pytest.importorskip("numba", reason="the numba backend needs numba (not installed)")
 
-from fnad.backends.numba_cpu import runtime  # noqa: E402
+from fnad.backends.numba_cpu import threads  # noqa: E402
 
-needs_two = pytest.mark.skipif(runtime.NUM_THREADS < 2,
+needs_two = pytest.mark.skipif(threads.NUM_THREADS < 2,
                                reason="one thread here (FNAD_NUM_THREADS or a 1-CPU machine)")
 
 
@@ -36,20 +36,21 @@ def _shared(n):
 
 
 def test_spin_sees_a_change_and_gives_up_without_one():
+    """The spin loop (a few lines of LLVM IR, called through ctypes without the GIL)."""
     flag = np.zeros(1, np.int64)
-    assert not runtime._spin(flag, 0, 1000)
+    assert not threads._spin(flag, 0, 1000)
     flag[0] = 3
-    assert runtime._spin(flag, 0, 1000)
-    assert not runtime._spin(flag, 3, 10)
+    assert threads._spin(flag, 0, 1000)
+    assert not threads._spin(flag, 3, 10)
 
 
 @needs_two
 def test_every_item_once_and_the_workers_take_part():
-    runtime.start_spinning()
+    threads.start_spinning()
     names = set()
     for _ in range(20):
         work, took = _shared(16)
-        runtime.on_all_threads(work)
+        threads.on_all_threads(work)
         assert sorted(took) == list(range(16))
         names.update(took.values())
     assert threading.current_thread().name in names
@@ -68,7 +69,7 @@ def test_an_error_in_a_worker_or_the_caller_is_raised_after_all_are_done():
         finished.append(me)
     for _ in range(3):
         try:
-            runtime.on_all_threads(work)
+            threads.on_all_threads(work)
         except ValueError as e:
             assert "from a worker" in str(e)
             break
@@ -82,10 +83,10 @@ def test_an_error_in_a_worker_or_the_caller_is_raised_after_all_are_done():
             return
         raise KeyError("from the caller")
     with pytest.raises(KeyError):
-        runtime.on_all_threads(caller_fails)
-    assert runtime.workers().busy[0] == 0      # the worker was waited for
+        threads.on_all_threads(caller_fails)
+    assert threads.workers().busy[0] == 0      # the worker was waited for
     work, took = _shared(8)
-    runtime.on_all_threads(work)               # and the workers still serve
+    threads.on_all_threads(work)               # and the workers still serve
     assert sorted(took) == list(range(8))
 
 
@@ -102,21 +103,21 @@ def test_callers_on_several_threads_and_nested_calls():
             def outer():
                 work()
                 inner, inner_took = _shared(3)
-                runtime.on_all_threads(inner)          # nested
+                threads.on_all_threads(inner)          # nested
                 inner_ok.append(sorted(inner_took) == [0, 1, 2])
-            runtime.on_all_threads(outer)
+            threads.on_all_threads(outer)
             results.append(sorted(took) == [0, 1, 2, 3] and all(inner_ok) and inner_ok)
-    threads = [threading.Thread(target=caller) for _ in range(3)]
-    for t in threads:
+    callers = [threading.Thread(target=caller) for _ in range(3)]
+    for t in callers:
         t.start()
-    for t in threads:
+    for t in callers:
         t.join()
     assert len(results) == 300 and all(results)
 
 
 _PHASES = textwrap.dedent("""
     import itertools, threading, time
-    from fnad.backends.numba_cpu import runtime
+    from fnad.backends.numba_cpu import threads
 
     def calls(n):
         names = set()
@@ -128,20 +129,20 @@ _PHASES = textwrap.dedent("""
                     time.sleep(0.001)
                     took.append(c)
                     names.add(threading.current_thread().name)
-            runtime.on_all_threads(work)
+            threads.on_all_threads(work)
             assert sorted(took) == list(range(6))
         return len(names) > 1
-    print("before: workers took part", calls(30), "rounds", runtime.workers().rounds,
-          "_spin loaded", bool(runtime._spin.signatures))
-    runtime.start_spinning()
+    print("before: workers took part", calls(30), "rounds", threads.workers().rounds,
+          "spin loop built", threads._spin_loop is not None)
+    threads.start_spinning()
     took_part = calls(30)
     for _ in range(100):                  # the worker loads _spin after its next task
-        if runtime.workers().rounds or runtime.SPIN_US <= 0:
+        if threads.workers().rounds or threads.SPIN_US <= 0:
             break
         calls(1)
         time.sleep(0.05)
     print("after: workers took part", took_part and calls(30),
-          "spinning", runtime.workers().rounds > 0)
+          "spinning", threads.workers().rounds > 0)
 """)
 
 
@@ -154,18 +155,18 @@ def test_workers_spin_once_compiled_code_ran_unless_turned_off(spin_us):
     env = dict(os.environ, FNAD_SPIN_US=spin_us)
     out = subprocess.run([sys.executable, "-c", _PHASES], env=env, check=True,
                          capture_output=True, text=True, timeout=300).stdout
-    assert "before: workers took part True rounds 0 _spin loaded False" in out, out
+    assert "before: workers took part True rounds 0 spin loop built False" in out, out
     assert f"after: workers took part True spinning {spin_us != '0'}" in out, out
 
 
 _FIRST_COMPILED_CALL = textwrap.dedent("""
     import numpy as np
     import fnad, fnad.numpy as jnp
-    from fnad.backends.numba_cpu import runtime
+    from fnad.backends.numba_cpu import threads
     f = fnad.jit(lambda x: jnp.tanh(x) * 2.0, backend="numba")
-    print("before", runtime._spinning)
+    print("before", threads._spinning)
     f(np.ones(4, np.float32))
-    print("after", runtime._spinning)
+    print("after", threads._spinning)
 """)
 
 
@@ -179,7 +180,21 @@ def test_the_first_compiled_call_starts_the_spinning(tmp_path):
 @pytest.mark.parametrize("name,value", [("FNAD_SPIN_US", "soon"), ("FNAD_NUM_THREADS", "2.5")])
 def test_a_bad_setting_says_which_and_what_it_wants(name, value):
     env = dict(os.environ, **{name: value})
-    proc = subprocess.run([sys.executable, "-c", "import fnad.backends.numba_cpu.runtime"],
+    proc = subprocess.run([sys.executable, "-c", "import fnad.backends.numba_cpu.threads"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
     assert f"{name}={value!r}: expected" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_spin_loop_runs_without_the_gil():
+    """A spin that would take minutes ends as soon as another thread (which needs the GIL
+    to run) changes the flag."""
+    flag, result = np.zeros(1, np.int64), []
+    threads._spin(flag, 1, 1)                         # built before the clock starts
+    t = threading.Thread(target=lambda: result.append(threads._spin(flag, 0, 1 << 40)))
+    start = time.perf_counter()
+    t.start()
+    time.sleep(0.05)                                  # this thread runs meanwhile
+    flag[0] = 1
+    t.join(timeout=30)
+    assert result == [True] and time.perf_counter() - start < 30

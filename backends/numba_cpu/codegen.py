@@ -125,6 +125,13 @@ def _numba_kernel(src: str, name: str):
     return getattr(load_module(src, name), name)
 
 
+def _numba_error(e: BaseException) -> bool:
+    """Whether `e` is numba's (a typing or lowering error of a fused kernel). A program whose
+    kernels fnad's LLVM translator compiled may never import numba: then it is not."""
+    errors = sys.modules.get("numba.core.errors")
+    return errors is not None and isinstance(e, errors.NumbaError)
+
+
 class Compiled:
     """A compiled program: call it on NumPy buffers (returns a list); `.source` is the code.
 
@@ -159,9 +166,10 @@ class Compiled:
     def __call__(self, *bufs):
         if self._checked:
             return self.run(*bufs)
-        from fnad.backends.numba_cpu import llvm_kernels, precompile
+        from fnad.backends.numba_cpu import llvm_kernels
         if llvm_kernels.ENABLED:         # compiled in this process at the first call
             return self._first(bufs)
+        from fnad.backends.numba_cpu import precompile
         job = self._job
         if job is None:
             if (all(k.signatures for k in self._kernels)
@@ -208,21 +216,19 @@ class Compiled:
         return self._interp(*bufs)
 
     def _first(self, bufs):
-        from numba.core.errors import NumbaError
-
-        from fnad.backends.numba_cpu import llvm_kernels, precompile, runtime
+        from fnad.backends.numba_cpu import llvm_kernels, threads
         if self._loader is not None:      # its last loads (it ends with the children)
             self._loader.join()
             self._loader = None
-        if llvm_kernels.ENABLED:
-            pass                          # llvm_kernels compiles at the first call
-        elif not precompile.load_cached_kernels(self._kernels, self._signatures):
-            runtime.before_compiling()             # some compile at their first call
+        if not llvm_kernels.ENABLED:      # (llvm_kernels compiles at the first call)
+            from fnad.backends.numba_cpu import precompile, runtime
+            if not precompile.load_cached_kernels(self._kernels, self._signatures):
+                runtime.before_compiling()             # some compile at their first call
         try:
             with core.gc_paused():       # numba loading or compiling kernels (precompile.py)
                 out = self.run(*bufs)
-        except NumbaError as e:
-            if STRICT:
+        except Exception as e:
+            if STRICT or not _numba_error(e):
                 raise
             first = str(e).splitlines()[0][:200] if str(e) else ""
             warnings.warn(f"fnad numba backend: compiling a fused kernel failed "
@@ -235,7 +241,7 @@ class Compiled:
         else:
             if not llvm_kernels.ENABLED:
                 precompile.write_markers(cache_dir(), self._signatures)
-            runtime.start_spinning()
+            threads.start_spinning()
         self._checked, self._interp = True, None          # the interpreted tier is done
         return out
 
@@ -422,13 +428,28 @@ class _ModuleBuilder:
 @functools.cache                           # once per process: it reads and hashes a file
 def _stamp(what: str) -> str:
     """The first line of generated modules: versions of everything the code depends on
-    (numba's disk cache does not notice when a helper module changes: the source must)."""
-    import numba
-    from fnad.backends.numba_cpu.mathfns import __file__ as mathfns_file
-    from fnad.backends.numba_cpu.runtime import RUNTIME_STAMP
-    mathfns = hashlib.sha256(pathlib.Path(mathfns_file).read_bytes()).hexdigest()[:12]
+    (numba's disk cache does not notice when a helper module changes: the source must).
+    Read from the files, without importing numba (threads.py)."""
+    here = pathlib.Path(__file__).parent
+    mathfns, runtime = (hashlib.sha256((here / f).read_bytes()).hexdigest()[:12]
+                        for f in ("mathfns.py", "runtime.py"))
     return (f"# fnad numba backend: generated {what} (codegen {CODEGEN_VERSION}, mathfns "
-            f"{mathfns}, runtime {RUNTIME_STAMP}, numba {numba.__version__})")
+            f"{mathfns}, runtime {runtime}, numba {_numba_version()})")
+
+
+def _numba_version() -> str:
+    """numba's version without importing numba where it is not yet: the name of its
+    installed metadata folder beside the package (under a ms; importlib.metadata's lookup
+    took 30 ms), else numba.__version__."""
+    numba = sys.modules.get("numba")
+    if numba is None:
+        spec = importlib.util.find_spec("numba")
+        if spec is not None and spec.origin:
+            found = sorted(pathlib.Path(spec.origin).parent.parent.glob("numba-*.dist-info"))
+            if len(found) == 1:
+                return found[0].name[len("numba-"):-len(".dist-info")]
+        import numba
+    return numba.__version__
 
 
 # Primitives whose NumPy implementations return views of their operand where they can
@@ -495,7 +516,7 @@ class _Driver:
         return name
 
     def emit(self):
-        from fnad.backends.numba_cpu.runtime import writable
+        from fnad.backends.numba_cpu.threads import writable
         from fnad.backends.numba_cpu.scalar_ops import fusable
         from fnad.backends.numba_cpu.plan import plan_recomputing
         args = []
@@ -503,7 +524,7 @@ class _Driver:
             name = self.names[v] = self.fresh("a")
             args.append(name)
         for v, c in self.const_pairs:
-            self.names[v] = self.m.const(writable(np.asarray(c)))       # runtime.writable
+            self.names[v] = self.m.const(writable(np.asarray(c)))       # threads.writable
             self.contiguous.add(v)
         self.eqns, steps = plan_recomputing(self.eqns, self.outvars,
                                             fusable if self.m.fuse else _never)
@@ -538,11 +559,11 @@ class _Driver:
         twice. Outputs it allocates come back flat (it is given their sizes) and are
         reshaped here; a threaded kernel is given the flat views of its outputs. Inputs the
         driver did not make itself (arguments, what an impl returned) go through C or R
-        (runtime.writable, writable_flat), which copy a read-only array: numba would compile
+        (threads.writable, writable_flat), which copy a read-only array: numba would compile
         the kernel again for it. Except a rank-1 argument of the program: there the check
         (65 ns) would be a tenth of the call overhead of a small program (`fnad.jit` of
         `x + 1`: 2.1 µs), and a read-only one costs one compile more (on disk from then on)."""
-        from fnad.backends.numba_cpu.runtime import NUM_THREADS
+        from fnad.backends.numba_cpu.threads import NUM_THREADS
         views = frozenset(k for k, (v, _) in enumerate(g.inputs)
                           if v in self.views and v.aval.shape)
         kname, sizes, threaded, strided = self.m.kernel(g, self.eqns, views)
@@ -589,7 +610,7 @@ class _Driver:
     def flush(self):
         """Write the kernel calls batched so far (consecutive groups too small to be threaded,
         none reading another's outputs), then the `del`s held for them. Calls with
-        TOGETHER_MIN elements of work in all run side by side (runtime.run_together): the
+        TOGETHER_MIN elements of work in all run side by side (threads.run_together): the
         GPT step's 31 AdamW updates, RoPE's two halves of q and of k."""
         batch, self.batch, self.batched = self.batch, [], set()
         if len(batch) > 1 and sum(c.size for c in batch) >= TOGETHER_MIN:
@@ -916,7 +937,7 @@ def _program_key(closed: ClosedJaxpr, backend, fuse: bool) -> str | None:
     the thread count, the code generator's size thresholds). None where the jaxpr has no
     fingerprint (ir.fingerprint: a user's primitive, a callable param)."""
     from fnad.backends.numba_cpu import kernels, plan
-    from fnad.backends.numba_cpu.runtime import NUM_THREADS
+    from fnad.backends.numba_cpu.threads import NUM_THREADS
     if sum(np.asarray(c).nbytes for c in closed.consts) > SAVED_CONSTS_MAX:
         return None                  # large constants (weights closed over): not copied
     fp = fingerprint(closed)
@@ -1059,7 +1080,7 @@ def load_driver(src: str, kernels: dict, llvm: bool = False):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.runtime import (aligned_empty, run_threaded, run_together,
+        from fnad.backends.numba_cpu.threads import (aligned_empty, run_threaded, run_together,
                                                      strided, writable, writable_flat)
         namespace = dict(kernels, np=np, aligned_empty=aligned_empty,
                          run_threaded=run_threaded, run_together=run_together,

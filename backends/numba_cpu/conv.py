@@ -19,7 +19,8 @@ import numba
 import numpy as np
 
 from fnad.backends.numba_cpu.gemm import matmul
-from fnad.backends.numba_cpu.runtime import fetch_add, run_threaded
+from fnad.backends.numba_cpu.runtime import fetch_add
+from fnad.backends.numba_cpu.threads import run_threaded
 from fnad.backends.numpy_ref import convolution as ref
 
 BLOCK = 64                       # output positions per chunk a thread claims

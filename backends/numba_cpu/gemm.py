@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from fnad.backends.numba_cpu.runtime import NUM_THREADS, aligned_empty, on_all_threads
+from fnad.backends.numba_cpu.threads import NUM_THREADS, aligned_empty, on_all_threads
 from fnad.backends.numpy_ref.linalg import _as_matmul
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast

@@ -26,13 +26,13 @@ Shape of a kernel (softmax over rows of [M, N]: domain [M, N], inner dims {1})::
 Values are scalars in the loop body: `v3 = v1 * v2` (scalar_ops.py). Loop indices are
 unsigned, so numba adds no negative-index wraparound that would stop LLVM from vectorizing.
 A kernel over at least THREADED_MIN elements is *threaded*: it takes its outputs and a chunk
-counter instead, and runtime.run_threaded runs it on several threads. Every kernel releases
+counter instead, and threads.run_threaded runs it on several threads. Every kernel releases
 the GIL, so that the driver can also run independent smaller ones side by side
-(runtime.run_together).
+(threads.run_together).
 
 An input that the driver made as a view (a slice, transpose... of another value) is read
 where it is, by strides, instead of being copied to a contiguous array first: the kernel
-takes a flat array over its memory and its strides (runtime.strided), and each of its dims
+takes a flat array over its memory and its strides (threads.strided), and each of its dims
 is a loop of its own.
 """
 from __future__ import annotations
@@ -351,14 +351,14 @@ def kernel_source(g: pl.Group, eqns: list, name: str = "kernel", strided=frozens
     Arguments: `sz`, the loop sizes (omitted for a rank-0 domain); the group's inputs in
     order (arrays, or rank-0 buffers; an input whose number is in `strided` is two
     arguments: a flat array over its memory from its first element and its strides in
-    elements, runtime.strided(x), so that a view such as x[..., ::2] is read in place
+    elements, threads.strided(x), so that a view such as x[..., ::2] is read in place
     instead of copied; an array of rank >= 1 comes flat, as the driver passes it: the
     kernel indexes it as it is, where a `flat(a)` view of any rank cost numba about 1 ms
     of compile per array); then either the sizes of the outputs of rank > 0, as ints (it
     allocates and returns a tuple of the outputs, flat: the driver reshapes them), or,
     when `threaded`, the output
     arrays themselves, a chunk counter and the number of chunks (it fills the chunks of
-    the outermost loop it claims; see runtime.run_threaded). `sizes` is the `sz` to pass.
+    the outermost loop it claims; see threads.run_threaded). `sizes` is the `sz` to pass.
     """
     E = _Emitter()
     members = [eqns[i] for i in g.members]

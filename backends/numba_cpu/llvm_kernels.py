@@ -11,7 +11,7 @@ millisecond), then links it into one MCJIT engine per process. The object code i
 CPython builtin (METH_FASTCALL, llvm_codegen.fastcall_wrapper) that checks the arguments,
 allocates the outputs with numpy.empty and runs the kernel without the GIL; once a kernel
 has one, the drivers that call it (`bind`) call the builtin directly. The driver, the
-threads (runtime.run_threaded / run_together) and the results are the numba path's; the
+threads (threads.run_threaded / run_together) and the results are the numba path's; the
 results are bit-identical (the same LLVM, the same flags).
 
 Why: compiling is 4-6x faster than numba (numba's own Python front end is skipped); a GPT

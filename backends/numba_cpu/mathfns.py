@@ -13,12 +13,13 @@ How the code generator uses them
 --------------------------------
 Emit an import in the generated module and call the scalar function inside the loop nest::
 
-    from fnad.backends.numba_cpu.mathfns import exp_f32, logistic_f32   # FUNCS / func_name()
+    from fnad.backends.numba_cpu.mathfns import exp_f32, logistic_f32   # scalar_ops.func_name
     for i in range(n):
         out[i] = logistic_f32(a[i] * np.float32(2.0))
 
-- Pick by dtype: `FUNCS["exp"][np.float32]` is the function, `func_name("exp", np.float32)`
-  its importable name ("exp_f32"). float16/bfloat16: compute in float32 and cast back.
+- Pick by dtype: `FUNCS["exp"][np.float32]` is the function,
+  `scalar_ops.func_name("exp", np.float32)` its importable name ("exp_f32").
+  float16/bfloat16: compute in float32 and cast back.
 - Give each function an argument of its own dtype: nothing checks it (an f32 function given
   a float64 computes in float64 with float32 constants, to float32 accuracy).
 - Each function is `@njit(forceinline=True, fastmath={'contract'}, error_model='numpy',
@@ -78,6 +79,8 @@ import numpy as np
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
+
+from fnad.backends.numba_cpu.scalar_ops import MATHFNS
 
 _njit = numba.njit(fastmath={"contract"}, error_model="numpy", forceinline=True, cache=True,
                   no_cfunc_wrapper=True)            # no C wrapper: kernels.NJIT_OPTIONS
@@ -562,28 +565,5 @@ def erfc_f64(x):
 
 
 # ---- the table the code generator reads --------------------------------------------------------
-FUNCS = {
-    "exp": {np.float32: exp_f32, np.float64: exp_f64},
-    "exp2": {np.float32: exp2_f32, np.float64: exp2_f64},
-    "log": {np.float32: log_f32, np.float64: log_f64},
-    "log1p": {np.float32: log1p_f32, np.float64: log1p_f64},
-    "expm1": {np.float32: expm1_f32, np.float64: expm1_f64},
-    "tanh": {np.float32: tanh_f32, np.float64: tanh_f64},
-    "logistic": {np.float32: logistic_f32, np.float64: logistic_f64},
-    "erf": {np.float32: erf_f32, np.float64: erf_f64},
-    "erfc": {np.float32: erfc_f32, np.float64: erfc_f64},
-}
-
-# Which entries vectorize inside a loop (the others are scalar libm calls).
-VECTORIZES = {(name, dt) for name, by_dt in FUNCS.items() for dt in by_dt} - {
-    ("erf", np.float64), ("erfc", np.float64)}
-
-
-def func_name(name: str, dtype) -> str:
-    """Importable name of FUNCS[name][dtype] in this module, e.g. ("exp", float32) -> "exp_f32"."""
-    dt = np.dtype(dtype).type
-    if name not in FUNCS or dt not in FUNCS[name]:
-        have = ", ".join(f"{n}[{'/'.join(np.dtype(d).name for d in FUNCS[n])}]" for n in FUNCS)
-        raise KeyError(f"numba mathfns has no {name!r} for dtype {np.dtype(dtype).name}; "
-                       f"available: {have}")
-    return FUNCS[name][dt].__name__
+# (by name: scalar_ops.MATHFNS, which does not import numba)
+FUNCS = {name: {dt: globals()[fn] for dt, fn in by_dt.items()} for name, by_dt in MATHFNS.items()}

@@ -30,7 +30,8 @@ import sys
 import threading
 import time
 
-from fnad.backends.numba_cpu.runtime import before_compiling, load_cached, usable_cpus
+from fnad.backends.numba_cpu.runtime import before_compiling, load_cached
+from fnad.backends.numba_cpu.threads import usable_cpus
 
 
 def marker(cache: pathlib.Path, name: str, spec: tuple) -> pathlib.Path:

@@ -17,10 +17,32 @@ import math
 import numpy as np
 
 from fnad.backends.numba_cpu import plan as pl
-from fnad.backends.numba_cpu.mathfns import VECTORIZES, func_name
 from fnad.primitives import elementwise as ew
 from fnad.primitives import logic as lg
 from fnad.primitives import reductions as red
+
+# mathfns.py's functions by name and dtype: the names generated kernels import. Here, not in
+# mathfns (which defines them with numba), so that planning and writing a kernel does not
+# import numba: fnad's own LLVM translator compiles them (llvm_kernels.py). mathfns.FUNCS is
+# built from this table.
+MATHFNS = {name: {np.float32: f"{name}_f32", np.float64: f"{name}_f64"}
+           for name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "erf",
+                        "erfc")}
+# Which entries vectorize inside a loop (the others are scalar libm calls).
+VECTORIZES = {(name, dt) for name, by_dt in MATHFNS.items() for dt in by_dt} - {
+    ("erf", np.float64), ("erfc", np.float64)}
+
+
+def func_name(name: str, dtype) -> str:
+    """Importable name of mathfns.FUNCS[name][dtype], e.g. ("exp", float32) -> "exp_f32"."""
+    dt = np.dtype(dtype).type
+    if name not in MATHFNS or dt not in MATHFNS[name]:
+        have = ", ".join(f"{n}[{'/'.join(np.dtype(d).name for d in MATHFNS[n])}]"
+                         for n in MATHFNS)
+        raise KeyError(f"numba mathfns has no {name!r} for dtype {np.dtype(dtype).name}; "
+                       f"available: {have}")
+    return MATHFNS[name][dt]
+
 
 SUPPORTED = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
