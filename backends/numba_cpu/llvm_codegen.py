@@ -3,7 +3,8 @@ llvmlite, without numba: the `llvm` kernel compiler (llvm_kernels.py compiles an
 
 Why: numba spends 60-280 ms of its own Python (typing, lowering) and LLVM work on each
 kernel; a GPT training step's 22 kernels took 3.0 s in a fresh process, against 0.58 s
-translated here (the same LLVM optimization, once), with bit-identical results. The kernels
+translated here (the same LLVM optimization, once), with numba's results (bit for bit on
+AMD's Zen 5; on Intel's AVX-512 CPUs some sums and FMAs round differently). The kernels
 are a small language (kernels.py's module doc): scalar assignments, `for ... in range`,
 `while True` with `break`, `if`, conditional expressions, numpy scalar casts and constants,
 flat array loads and stores, and calls to runtime.py's helpers and mathfns.py's functions.

@@ -12,7 +12,10 @@ CPython builtin (METH_FASTCALL, llvm_codegen.fastcall_wrapper) that checks the a
 allocates the outputs with numpy.empty and runs the kernel without the GIL; once a kernel
 has one, the drivers that call it (`bind`) call the builtin directly. The driver, the
 threads (threads.run_threaded / run_together) and the results are the numba path's; the
-results are bit-identical (the same LLVM, the same flags).
+results are numba's bit for bit (the same LLVM, the same flags) on AMD's Zen 5; on Intel's
+Sapphire/Emerald Rapids LLVM orders some vectorized sums and contracts some of mathfns' a*b + c
+into FMAs differently for the two IRs (1-ulp differences, tests/test_llvm_kernels.py). A
+program whose kernels are all translated runs without importing numba (threads.py).
 
 Why: compiling is 4-6x faster than numba (numba's own Python front end is skipped); a GPT
 training step's 22 kernels: 0.58 s against 3.0 s in a fresh process. A call costs less
