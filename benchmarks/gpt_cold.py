@@ -16,8 +16,9 @@
              object code kept in the cache dir. The rows above it set
              FNAD_KERNEL_COMPILER=numba.
 
-Each process imports the libraries before the clock starts and times from the jit call
-to the first result. Run:
+Each process imports the libraries before the clock starts (numba too where it compiles
+the kernels; with the llvm compiler the first call imports no numba, and the clock counts
+whatever it does import) and times from the jit call to the first result. Run:
 
     python benchmarks/gpt_cold.py
 """
@@ -47,7 +48,8 @@ if lib_name == "jax":
 else:
     import fnad as lib, fnad.numpy as jnp
     nn, jit = lib.nn, lib.jit
-    import numba  # noqa: F401  (imported by the backend on first use; outside the clock)
+    if {compiler!r} == "numba":   # (which imports it at the first call; outside the clock)
+        import numba  # noqa: F401
 params, opt, tokens = g.start(lib, jnp, *g.inputs())
 step = jit(g.make_step(lib, jnp, nn))
 t0 = time.perf_counter()
@@ -61,7 +63,7 @@ if lib_name == "fnad" and os.environ["FNAD_BACKGROUND_COMPILE"] == "1":   # ran 
     t0 = time.perf_counter()
     lib.block_until_ready(step(params, opt, tokens))  # the first result of compiled code
     ready += time.perf_counter() - t0
-print(json.dumps({{"first": first, "ready": ready}}))
+print(json.dumps({{"first": first, "ready": ready, "numba": "numba" in sys.modules}}))
 """
 
 
@@ -69,7 +71,8 @@ def child(lib: str, cache: str, background: bool, compiler: str = "numba") -> di
     here = str(pathlib.Path(__file__).resolve().parent)
     env = dict(os.environ, FNAD_CACHE_DIR=cache, FNAD_KERNEL_COMPILER=compiler,
                FNAD_BACKGROUND_COMPILE="1" if background else "0")
-    out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib)],
+    out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib,
+                                                           compiler=compiler)],
                          env=env, capture_output=True, text=True, check=True, cwd=here)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -98,7 +101,9 @@ def main() -> None:
     r = child("fnad", cache, False, "llvm")
     rows.append(("cold: first call", "fnad (llvm kernels, default)", r["first"],
                  None if t_jax is None else r["first"] / t_jax))
-    warm_llvm = [child("fnad", cache, False, "llvm")["first"] for _ in range(WARM_RUNS)]
+    warm = [child("fnad", cache, False, "llvm") for _ in range(WARM_RUNS)]
+    warm_llvm = [w["first"] for w in warm]
+    numba_used = r["numba"] or any(w["numba"] for w in warm)
     rows.append(("disk cache: first call, median", f"fnad llvm ({WARM_RUNS} processes)",
                  statistics.median(warm_llvm), None))
     print(header())
@@ -107,7 +112,8 @@ def main() -> None:
         print(f"disk cache: first call in each of the {WARM_RUNS} processes: "
               + ", ".join(f"{t * 1e3:.0f} ms" for t in warm))
     print("llvm kernel compiler, disk cache (its object code): first call in each process: "
-          + ", ".join(f"{t * 1e3:.0f} ms" for t in warm_llvm))
+          + ", ".join(f"{t * 1e3:.0f} ms" for t in warm_llvm)
+          + f"; numba imported: {'yes' if numba_used else 'no'}")
 
 
 if __name__ == "__main__":
