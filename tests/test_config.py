@@ -316,3 +316,31 @@ def test_single_process_functions_match_jax():
         assert getattr(fnad, name)() == getattr(jax, name)(), name
     assert (fnad.host_id(), fnad.host_count(), fnad.host_ids()) == (0, 1, [0])
     assert all(isinstance(d, fnad.Device) for d in fnad.devices())
+
+
+def test_compilation_cache_set_cache_dir(tmp_path, monkeypatch):
+    """jax's `compilation_cache.set_cache_dir`: the numba backend keeps the next program it
+    compiles there (unless $FNAD_CACHE_DIR, which comes first, is set: a warning)."""
+    import numpy as np
+
+    import fnad
+    from fnad.experimental.compilation_cache import compilation_cache as cc
+    before = config.jax_compilation_cache_dir
+    monkeypatch.delenv("FNAD_CACHE_DIR", raising=False)
+    try:
+        cc.set_cache_dir(tmp_path / "cache")
+        assert config.jax_compilation_cache_dir == str(tmp_path / "cache")
+        f = fnad.jit(lambda x: fnad.numpy.tanh(x) * 3.0 + 0.25, backend="numba")
+        np.testing.assert_allclose(f(np.arange(5.0, dtype=np.float32)),
+                                   np.tanh(np.arange(5.0, dtype=np.float32)) * 3 + 0.25,
+                                   rtol=1e-6)
+        assert any((tmp_path / "cache").iterdir())              # the program, its kernels
+        cc.reset_cache()                                        # files and option stay
+        assert config.jax_compilation_cache_dir == str(tmp_path / "cache")
+        monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path / "env"))
+        with pytest.warns(RuntimeWarning, match="FNAD_CACHE_DIR.*takes precedence"):
+            cc.set_cache_dir(str(tmp_path / "other"))
+        with pytest.raises(TypeError, match="expected a directory path"):
+            cc.set_cache_dir(None)
+    finally:
+        config.update("jax_compilation_cache_dir", before)

@@ -1,0 +1,1 @@
+"""fnad.experimental.compilation_cache: jax's module of that name (`compilation_cache`)."""
