@@ -63,20 +63,20 @@ SPIN_US = _env_number("FNAD_SPIN_US", float, "microseconds, such as 1000 (0: no 
 SPIN_US = 1000.0 if SPIN_US is None else SPIN_US
 
 
-
 class _SpinLoop:
-    """`spin(address, value, rounds)`: whether the int64 at `address` became other than
+    """`spin(address, value, rounds)`: 1 if the int64 at `address` became other than
     `value` within `rounds` looks, each an atomic load after a `pause` on x86 (the spin-wait
-    hint). Machine code from a few lines of LLVM IR (built at the first call, in the thread
-    that makes it: a few ms), called through ctypes, which releases the GIL meanwhile."""
+    hint), else 0 (an int64: a C bool's upper bits in a register are not defined).
+    Machine code from a few lines of LLVM IR (built at the first call, in the thread that
+    makes it: a few ms), called through ctypes, which releases the GIL meanwhile."""
 
     def __init__(self):
         import llvmlite.binding as llvm
         from llvmlite import ir
-        i1, i64 = ir.IntType(1), ir.IntType(64)
+        i64 = ir.IntType(64)
         module = ir.Module(name="fnad_spin")
         module.triple = llvm.get_process_triple()
-        fn = ir.Function(module, ir.FunctionType(i1, [i64.as_pointer(), i64, i64]), "spin")
+        fn = ir.Function(module, ir.FunctionType(i64, [i64.as_pointer(), i64, i64]), "spin")
         flag, value, rounds = fn.args
         entry, test, look, again, seen, gave_up = (
             fn.append_basic_block(n) for n in ("entry", "test", "look", "again", "seen",
@@ -97,9 +97,9 @@ class _SpinLoop:
         i.add_incoming(b.add(i, ir.Constant(i64, 1)), again)
         b.branch(test)
         b.position_at_end(seen)
-        b.ret(ir.Constant(i1, 1))
+        b.ret(ir.Constant(i64, 1))
         b.position_at_end(gave_up)
-        b.ret(ir.Constant(i1, 0))
+        b.ret(ir.Constant(i64, 0))
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_triple(llvm.get_process_triple())
@@ -108,7 +108,7 @@ class _SpinLoop:
         parsed.verify()
         self._engine = llvm.create_mcjit_compiler(parsed, machine)
         self._engine.finalize_object()
-        self.spin = ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p, ctypes.c_int64,
+        self.spin = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
                                      ctypes.c_int64)(self._engine.get_function_address("spin"))
 
 
@@ -119,7 +119,7 @@ _spin_lock = threading.Lock()
 def _spin(flag: np.ndarray, value: int, rounds: int) -> bool:
     """Whether flag[0] (an int64 array) became other than `value` within `rounds` looks,
     without the GIL (`_SpinLoop`)."""
-    return _spinner()(flag.ctypes.data, value, rounds)
+    return bool(_spinner()(flag.ctypes.data, value, rounds))
 
 
 def _spinner():
