@@ -101,9 +101,9 @@ def main() -> None:
     r = child("fnad", cache, False, "llvm")
     rows.append(("cold: first call", "fnad (llvm kernels, default)", r["first"],
                  None if t_jax is None else r["first"] / t_jax))
-    warm = [child("fnad", cache, False, "llvm") for _ in range(WARM_RUNS)]
-    warm_llvm = [w["first"] for w in warm]
-    numba_used = r["numba"] or any(w["numba"] for w in warm)
+    llvm_runs = [child("fnad", cache, False, "llvm") for _ in range(WARM_RUNS)]
+    warm_llvm = [w["first"] for w in llvm_runs]
+    numba_used = r["numba"] or any(w["numba"] for w in llvm_runs)
     rows.append(("disk cache: first call, median", f"fnad llvm ({WARM_RUNS} processes)",
                  statistics.median(warm_llvm), None))
     print(header())
