@@ -7,11 +7,35 @@ interpreter they are checked against. tests/test_background_compile.py turns it 
 `numba_compiler`: the numba backend's kernels compiled by numba instead of the default llvm
 kernel compiler (backends/numba_cpu/llvm_kernels.py), in this process and in the child
 processes a test starts, for the tests of numba's own compile path.
+
+XLA's CPU compiler is the suite's largest cost: most tests check fnad against a jax.jit of
+the same function, ~2000 small programs a module, ~45 ms each on a slow machine. The suite
+compiles them with XLA's older loop emitters (`--xla_cpu_use_fusion_emitters=false`, a third
+faster to compile; the same results: the whole suite, sampler bit-checks included, passes
+under either). FNAD_TEST_XLA_DEFAULTS=1 runs it with jax's own defaults.
 """
+import os
+from importlib import metadata
+
 import pytest
 from checks import x64_everywhere
 
 from fnad.config import config
+
+
+def _jaxlib_version() -> tuple:
+    try:
+        return tuple(int(p) for p in metadata.version("jaxlib").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return ()
+
+
+# set before jax makes its CPU client, which reads XLA_FLAGS once; jaxlib before 0.8 has no
+# such flag (and aborts on an unknown one)
+if (os.environ.get("FNAD_TEST_XLA_DEFAULTS") != "1" and _jaxlib_version() >= (0, 8)
+        and "xla_cpu_use_fusion_emitters" not in os.environ.get("XLA_FLAGS", "")):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_cpu_use_fusion_emitters=false").strip()
 
 config.update("jax_background_compile", False)
 

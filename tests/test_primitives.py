@@ -246,39 +246,52 @@ def test_against_jax(spec, x64):
             full[i] = x
         return spec.jax_fun(jax, *full)
 
-    # jax's side is jitted, one compile per test instead of one per op and shape (fnad's
-    # runs eagerly, the path under test); eagerly where an input is not finite: XLA's
-    # simplifier is not NaN-faithful (jitted, reduce_max's gradient at a NaN is 0, not NaN)
+    # fnad's side runs eagerly (the path under test) and first: its outputs shape the weights
+    # and tangents. jax's side is one jitted program for the value, the gradient and the
+    # second order together (one XLA compile per spec, the suite's main cost); eager where
+    # an input is not finite: XLA's simplifier is not NaN-faithful (jitted, reduce_max's
+    # gradient at a NaN is 0, not NaN)
+    ours = _leaves(f(*dyn))
+    pos = _diff_positions(spec, dyn_idx, dyn)
+    differentiate = bool(pos) and any(dtypes.is_inexact(o.dtype) for o in ours)
+    argnums = tuple(pos)
+    weights = [_tangent_like(rng, o) if dtypes.is_inexact(o.dtype) else None for o in ours]
+    second = differentiate and spec.second_order
+    tangents = [_tangent_like(rng, dyn[k]) for k in pos] if second else []
+    s_theirs = _scalarize(jf, weights, jnp)
+
+    def oracle(d, t):
+        value = jf(*d)
+        if not differentiate:
+            return value, None, None
+        grads = jax.grad(s_theirs, argnums=argnums)(*d)
+        if not second:
+            return value, grads, None
+        _, hvp = jax.jvp(closed_over(jax.grad(s_theirs, argnums=argnums), d, pos),
+                         tuple(d[k] for k in pos), tuple(t))
+        return value, grads, hvp
+
     finite = all(np.all(np.isfinite(x)) for x in dyn if dtypes.is_inexact(np.asarray(x).dtype))
     jit = jax.jit if finite else (lambda fn: fn)
-    ours, theirs = _leaves(f(*dyn)), _leaves(jit(jf)(*[jnp.asarray(x) for x in dyn]))
+    value, g_theirs, h_theirs = jit(oracle)([jnp.asarray(x) for x in dyn],
+                                            [jnp.asarray(t) for t in tangents])
+    theirs = _leaves(value)
     for o, t in zip(ours, theirs):
         assert o.dtype == t.dtype, f"dtype {o.dtype} != jax's {t.dtype}"
         np.testing.assert_allclose(o, t, rtol=1e-7, atol=1e-9, equal_nan=True)
-    pos = _diff_positions(spec, dyn_idx, dyn)
-    if not pos or not any(dtypes.is_inexact(o.dtype) for o in ours):
+    if not differentiate:
         return
-    weights = [_tangent_like(rng, o) if dtypes.is_inexact(o.dtype) else None for o in ours]
-    argnums = tuple(pos)
     s_ours = _scalarize(f, weights, _LaxOps)
-    s_theirs = _scalarize(jf, weights, jnp)
     with np.errstate(invalid="ignore"):                # Σ w·f(x) of a spec with ±inf in it
         g_ours = fnad.grad(s_ours, argnums=argnums)(*dyn)
-    g_theirs = jit(jax.grad(s_theirs, argnums=argnums))(*[jnp.asarray(x) for x in dyn])
     for a, b in zip(g_ours, g_theirs):
         with np.errstate(invalid="ignore"):            # inf - inf where a spec puts inf in
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
-    if not spec.second_order:
+    if not second:
         return
-    tangents = [_tangent_like(rng, dyn[k]) for k in pos]
-
     with np.errstate(invalid="ignore"):
         _, h_ours = fnad.jvp(closed_over(fnad.grad(s_ours, argnums=argnums), dyn, pos),
                              tuple(dyn[k] for k in pos), tuple(tangents))
-    jdyn = [jnp.asarray(x) for x in dyn]
-    _, h_theirs = jit(lambda p, t: jax.jvp(
-        closed_over(jax.grad(s_theirs, argnums=argnums), jdyn, pos), p, t))(
-        tuple(jdyn[k] for k in pos), tuple(jnp.asarray(t) for t in tangents))
     for a, b in zip(h_ours, h_theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-8)
 
