@@ -263,3 +263,40 @@ def test_the_numba_backends_unfolding_matches_the_reference():
         got = numba_conv(x, w, **params)
         assert got.shape == want.shape, params
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=str(params))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16", "complex64", "complex128",
+                                   "int32", "bool"])
+def test_the_numba_backends_unfolding_moves_every_dtype_in_every_layout(dtype, monkeypatch):
+    """The patch fillers move elements as unsigned integers of their width (one compiled
+    kernel per width; complex128's 16 bytes by NumPy): every dtype gives the reference's
+    results exactly, read in three memory orders of the same lhs: the canonical one,
+    features outermost (images closer together than features: the transposed fill) and
+    channels last (features strided by one)."""
+    import ml_dtypes
+
+    from fnad.backends.numba_cpu import conv
+    from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
+    from fnad.primitives import convolution as cv
+    from fnad.backends.numba_cpu.threads import run_threaded
+    ran = []
+    monkeypatch.setattr(conv, "run_threaded", lambda kernel, args, chunks: (
+        ran.append(kernel), run_threaded(kernel, args, chunks)))
+    dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 3, 6, 5)) * 3).astype(dt)
+    w = (rng.standard_normal((4, 3, 3, 2)) * 3).astype(dt)
+    if np.dtype(dt).kind == "c":
+        x = x + 1j * rng.standard_normal(x.shape).astype(dt)
+    params = dict(window_strides=(1, 2), padding=((1, 1), (0, 2)), lhs_dilation=(1, 2),
+                  rhs_dilation=(2, 1),
+                  dimension_numbers=cv.conv_dimension_numbers(x.shape, w.shape, None),
+                  feature_group_count=1, batch_group_count=1, precision=None,
+                  preferred_element_type=None)
+    want = numpy_conv(x, w, **params)
+    for order in [(0, 1, 2, 3), (1, 0, 2, 3), (0, 2, 3, 1)]:
+        lhs = np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
+        got = conv.conv_general_dilated(lhs, w, **params)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want, err_msg=str(order))
+    assert len(set(ran)) == (0 if dtype == "complex128" else 2)   # both fillers ran

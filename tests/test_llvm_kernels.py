@@ -284,10 +284,13 @@ import sys
 import numpy as np
 import fnad, fnad.numpy as jnp
 
-def step(w, x):                   # fused elementwise + reductions, a GEMM, their gradients
+def step(w, x):      # fused elementwise + reductions, a GEMM, a convolution, their gradients
     def loss(w):
         h = jnp.tanh(x @ w) * 0.5 + jnp.exp(-x[:, :1] ** 2)
-        return jnp.mean(jax_nn_logsumexp(h, axis=-1)) + jnp.sum(jnp.abs(w)) * 1e-3
+        c = fnad.lax.conv(x.reshape(8, 1, 64, 64), w[:3, :3].reshape(1, 1, 3, 3), (1, 1),
+                          "SAME")
+        return (jnp.mean(jax_nn_logsumexp(h, axis=-1)) + jnp.sum(jnp.abs(w)) * 1e-3
+                + jnp.mean(c ** 2))
     value, g = fnad.value_and_grad(loss)(w)
     return value, w - 0.1 * g
 
@@ -305,7 +308,8 @@ def test_programs_the_translator_covers_run_without_importing_numba(tmp_path):
     """Compiled by fnad's translator, a program's first call imports no numba (0.3-0.45 s
     of a fresh process's first call), cold and from the disk cache: the worker threads'
     spin loop is llvmlite's (threads.py), the kernels' names and versions are read without
-    it (scalar_ops.MATHFNS, codegen._stamp). The numbers are the NumPy reference's."""
+    it (scalar_ops.MATHFNS, codegen._stamp), a convolution's patch fillers are kernels
+    too (conv.py). The numbers are the NumPy reference's."""
     import os
     import subprocess
     import sys

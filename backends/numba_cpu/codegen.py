@@ -110,14 +110,34 @@ def _build(closed: ClosedJaxpr, backend, fuse: bool):
         if key is not None and m.recipes is not None:
             _save(key, (driver, kernels, m.recipes, signatures))
     from fnad.backends.numba_cpu import llvm_kernels
-    if llvm_kernels.ENABLED:                  # FNAD_KERNEL_COMPILER=llvm (llvm_kernels.py)
-        namespace = {name: llvm_kernels.kernel(name, src, functools.partial(
-            _numba_kernel, src, name)) for name, src in kernels.items()}
-    else:
-        namespace = {name: _numba_kernel(src, name) for name, src in kernels.items()}
+    namespace = {name: load_kernel(name, src) for name, src in kernels.items()}
     run = load_driver(driver, namespace, llvm_kernels.ENABLED)(K)
     return (run, "\n\n".join([driver] + list(kernels.values())), list(namespace.values()),
             signatures)
+
+
+def kernel_module(src: str, imports=(), runtime=()) -> tuple[str, str]:
+    """(name, module text) of a kernel: `src` (kernels.py's language, its function named
+    `kernel`) under the imports it uses (mathfns and runtime.py names); the name is the
+    text's hash, so that an identical kernel is compiled once and found in the cache dir."""
+    head = [_stamp("kernel"), "import math  # noqa", "", "import numba", "import numpy as np"]
+    if imports:
+        head.append("from fnad.backends.numba_cpu.mathfns import " + ", ".join(sorted(imports)))
+    if runtime:
+        head.append("from fnad.backends.numba_cpu.runtime import " + ", ".join(sorted(runtime)))
+    text = "\n".join(head + ["", "", src])
+    name = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+    return name, text.replace("def kernel(", f"def {name}(", 1)
+
+
+def load_kernel(name: str, text: str):
+    """The callable kernel of a kernel module: fnad's LLVM translation (llvm_kernels.py,
+    the default), else numba's dispatcher (FNAD_KERNEL_COMPILER=numba, or where the
+    translator does not cover the kernel)."""
+    from fnad.backends.numba_cpu import llvm_kernels
+    if llvm_kernels.ENABLED:
+        return llvm_kernels.kernel(name, text, functools.partial(_numba_kernel, text, name))
+    return _numba_kernel(text, name)
 
 
 def _numba_kernel(src: str, name: str):
@@ -349,7 +369,6 @@ class _ModuleBuilder:
         self.recipes: list | None = []     # how another process rebuilds each K (_rebuilt)
         self.functions: list[str] = []
         self.n_fn = 0
-        self._kernel_names: dict[str, str] = {}    # kernel text -> its name (sha of the text)
         self._kernel_of: dict = {}                 # kernels.kernel_key -> (name, sizes, threaded)
 
     def const(self, obj, recipe=None) -> str:
@@ -386,17 +405,8 @@ class _ModuleBuilder:
         if strided and imports:
             strided = frozenset()
             src, imports, runtime, sizes, threaded = kernel_source(group, eqns, "kernel")
-        head = [_stamp("kernel"), "import math  # noqa", "", "import numba",
-                "import numpy as np"]
-        if imports:
-            head.append("from fnad.backends.numba_cpu.mathfns import " + ", ".join(sorted(imports)))
-        if runtime:
-            head.append("from fnad.backends.numba_cpu.runtime import " + ", ".join(sorted(runtime)))
-        text = "\n".join(head + ["", "", src])
-        name = self._kernel_names.get(text)        # the layers of a model: the same kernels
-        if name is None:
-            name = self._kernel_names[text] = "k_" + hashlib.sha256(text.encode()).hexdigest()[:20]
-        self.kernels.setdefault(name, text.replace("def kernel(", f"def {name}(", 1))
+        name, text = kernel_module(src, imports, runtime)
+        self.kernels.setdefault(name, text)        # the layers of a model: the same kernels
         if key is not None:
             self._kernel_of[key] = (name, sizes, threaded, strided)
         return name, sizes, threaded, strided

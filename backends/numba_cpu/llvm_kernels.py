@@ -87,6 +87,7 @@ ENABLED = COMPILER == "llvm" and layout_as_assumed()
 
 FALLBACKS: list = []                 # (kernel name, reason): signatures run by numba instead
 _LOCK = threading.Lock()             # one compile at a time (the engine is shared)
+_NUMBA_LOCK = threading.Lock()       # one load of a kernel's numba dispatcher at a time
 _JIT: dict = {}                      # "engine", "tm", "llvm": built at the first compile
 _DTYPES = frozenset(("float32", "float64", "bool", "int8", "uint8", "int16", "uint16",
                      "int32", "uint32", "int64", "uint64"))
@@ -195,8 +196,10 @@ class Kernel:
 
     def _by_numba(self, args, reason):
         if self._numba is None:
-            FALLBACKS.append((self.name, reason))
-            self._numba = self._load_numba()
+            with _NUMBA_LOCK:             # threads running the kernel: one loads it
+                if self._numba is None:
+                    FALLBACKS.append((self.name, reason))
+                    self._numba = self._load_numba()
         return self._numba(*args)
 
     def bind(self, namespace: dict) -> None:
