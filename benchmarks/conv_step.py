@@ -4,11 +4,21 @@ mean, a dense layer, softmax cross-entropy, SGD; batch 32 of 32×32×3), each wr
 against a namespace and run by fnad (numba backend) and jax.jit in one process, and, where
 torch is installed, in PyTorch eager (NCHW, its native layout) against fnad. Timed in
 alternating rounds (the ratio: the median of the rounds' ratios). The step's loss must
-agree. Run:
+agree. `--first-call`: the CNN step's first call instead, each in a fresh process (from
+the jit call to the result): jax.jit, fnad with an empty disk cache, then fnad in
+WARM_RUNS processes on the warm cache, and whether the call imported numba (the patch
+fillers of conv.py are kernels fnad's translator compiles: it should not). Run:
 
-    python benchmarks/conv_step.py
+    python benchmarks/conv_step.py [--first-call]
 """
 from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
@@ -121,5 +131,52 @@ def main() -> None:
     check_losses(losses)
 
 
+WARM_RUNS = 5
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {bench!r})
+import numpy as np
+import conv_step as c
+if {lib!r} == "jax":
+    import jax as lib, jax.numpy as jnp
+else:
+    import fnad as lib, fnad.numpy as jnp
+params, x, y, _ = c.data(np.random.default_rng(0))
+step = lib.jit(c.make_step(lib, jnp, lib.nn))
+t0 = time.perf_counter()
+lib.block_until_ready(step(params, x, y))
+print(json.dumps({{"first": time.perf_counter() - t0, "numba": "numba" in sys.modules}}))
+"""
+
+
+def first_calls() -> None:
+    here = str(pathlib.Path(__file__).resolve().parent)
+
+    def child(lib: str, cache: str) -> dict:
+        env = dict(os.environ, FNAD_CACHE_DIR=cache, FNAD_BACKGROUND_COMPILE="0")
+        out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib)],
+                             env=env, capture_output=True, text=True, check=True, cwd=here)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        jax_cold = child("jax", cache)["first"] if optional("jax") is not None else None
+        cold = child("fnad", cache)
+        warm = [child("fnad", cache) for _ in range(WARM_RUNS)]
+    if jax_cold is not None:
+        rows.append(("CNN step, cold: first call", "jax.jit", jax_cold))
+    rows.append(("CNN step, cold: first call", "fnad.jit", cold["first"],
+                 cold["first"] / jax_cold if jax_cold else None))
+    times = sorted(w["first"] for w in warm)
+    rows.append((f"CNN step, disk cache: median of {WARM_RUNS}", "fnad.jit",
+                 times[WARM_RUNS // 2]))
+    print(header())
+    print(table(rows, "the CNN train step's first call in a fresh process",
+                ratios=("fnad/jax",)))
+    print(f"disk cache: first call in each process: {', '.join(f'{t * 1e3:.0f} ms' for t in times)}"
+          f"; numba imported: cold {'yes' if cold['numba'] else 'no'}, disk cache "
+          f"{'yes' if any(w['numba'] for w in warm) else 'no'}")
+
+
 if __name__ == "__main__":
-    main()
+    first_calls() if "--first-call" in sys.argv[1:] else main()
