@@ -1,7 +1,11 @@
 """Shared helpers for the benchmarks: timing, optional imports, a result table."""
 from __future__ import annotations
 
+import json
+import os
+import pathlib
 import platform
+import subprocess
 import sys
 import time
 
@@ -125,3 +129,12 @@ def wait_compiled(jitted, *args) -> float:
     if wait is not None:
         wait()
     return time.perf_counter() - t0
+
+
+def in_fresh_process(code: str, **env: str) -> dict:
+    """Run `code` in a new Python process (in this folder, with os.environ plus `env`) and
+    return the JSON object printed on its last line of output."""
+    here = pathlib.Path(__file__).resolve().parent
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                         capture_output=True, text=True, check=True, cwd=here)
+    return json.loads(out.stdout.strip().splitlines()[-1])

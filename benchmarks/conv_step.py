@@ -13,16 +13,13 @@ fillers of conv.py are kernels fnad's translator compiles: it should not). Run:
 """
 from __future__ import annotations
 
-import json
-import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
-from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
-                     torch_sgd_step)
+from _common import (check_losses, header, in_fresh_process, optional, ratio, rounds,
+                     sgd_step, table, torch_sgd_step)
 
 import fnad
 import fnad.numpy as fnp
@@ -153,10 +150,8 @@ def first_calls() -> None:
     here = str(pathlib.Path(__file__).resolve().parent)
 
     def child(lib: str, cache: str) -> dict:
-        env = dict(os.environ, FNAD_CACHE_DIR=cache, FNAD_BACKGROUND_COMPILE="0")
-        out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib)],
-                             env=env, capture_output=True, text=True, check=True, cwd=here)
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        return in_fresh_process(CHILD.format(bench=here, lib=lib), FNAD_CACHE_DIR=cache,
+                                FNAD_BACKGROUND_COMPILE="0")
 
     rows = []
     with tempfile.TemporaryDirectory() as cache:

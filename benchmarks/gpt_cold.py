@@ -24,15 +24,11 @@ whatever it does import) and times from the jit call to the first result. Run:
 """
 from __future__ import annotations
 
-import json
-import os
 import pathlib
 import statistics
-import subprocess
-import sys
 import tempfile
 
-from _common import header, optional, table
+from _common import header, in_fresh_process, optional, table
 
 WARM_RUNS = 5
 
@@ -69,12 +65,9 @@ print(json.dumps({{"first": first, "ready": ready, "numba": "numba" in sys.modul
 
 def child(lib: str, cache: str, background: bool, compiler: str = "numba") -> dict:
     here = str(pathlib.Path(__file__).resolve().parent)
-    env = dict(os.environ, FNAD_CACHE_DIR=cache, FNAD_KERNEL_COMPILER=compiler,
-               FNAD_BACKGROUND_COMPILE="1" if background else "0")
-    out = subprocess.run([sys.executable, "-c", CHILD.format(bench=here, lib=lib,
-                                                           compiler=compiler)],
-                         env=env, capture_output=True, text=True, check=True, cwd=here)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return in_fresh_process(CHILD.format(bench=here, lib=lib, compiler=compiler),
+                            FNAD_CACHE_DIR=cache, FNAD_KERNEL_COMPILER=compiler,
+                            FNAD_BACKGROUND_COMPILE="1" if background else "0")
 
 
 def main() -> None:
