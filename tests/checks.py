@@ -51,6 +51,21 @@ def x64_everywhere():
             jax.config.update("jax_enable_x64", old)
 
 
+def jax_at_default_level(f):
+    """jax.jit(f), compiled at XLA's default optimization level (3) whatever XLA_FLAGS says.
+
+    conftest compiles the suite's jax programs unoptimized (level 0) for speed; for oracles
+    whose last bits matter (a sampler's draws compared exactly, float64 values to 1e-9) the
+    default level's code, whose fused multiply-adds fnad's kernels reproduce."""
+    import jax
+    jitted = jax.jit(f)
+
+    def run(*args):
+        options = {"xla_backend_optimization_level": 3}
+        return jitted.lower(*args).compile(compiler_options=options)(*args)
+    return run
+
+
 def xla_rounds_each_product(dtype) -> bool:
     """Whether XLA's CPU code rounds a product to `dtype` before adding to it, as fnad does
     in 16 bits. It does where it computes 16-bit floats in float32 (x86 CPUs without
