@@ -16,6 +16,10 @@ best rate this machine reaches in the same run:
   float32 arrays, counting bytes read plus bytes written.
 
 Everything else (elementwise work, softmax, norms, layout changes) is counted as free.
+
+For scale it also measures the cores' arithmetic peak (`fma_peak`: vector fused
+multiply-adds on registers, on one thread and on two at once), which no GEMM reaches: what
+the best GEMM rate is of it says how much of the machine the products can use.
 Run:
 
     python benchmarks/gpt_floor.py
@@ -52,6 +56,57 @@ def gemm_rates(torch) -> dict:
             ta, tb = torch.from_numpy(a), torch.from_numpy(b)
             rates[f"torch.matmul {n}³"] = 2 * n ** 3 / best_s(lambda: ta @ tb) / 1e9
     return rates
+
+
+def fma_peak(threads: int, seconds: float = 0.3) -> float:
+    """GF/s of float32 fused multiply-adds on `threads` threads at once: independent chains
+    of vector FMAs on registers only (no memory traffic), compiled with llvmlite for this
+    CPU and called through ctypes (which releases the GIL). Best of three runs."""
+    import ctypes
+    import threading
+
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    features = llvm.get_host_cpu_features()
+    lanes, chains = (16, 12) if features.get("avx512f") else (8, 10)  # FMA latency x ports
+    vec = f"<{lanes} x float>"
+
+    def splat(v):
+        return "<" + ", ".join([f"float {v}"] * lanes) + ">"
+    phis = [f"  %a{k} = phi {vec} [{splat('1.0')}, %entry], [%b{k}, %loop]"
+            for k in range(chains)]
+    fmas = [f"  %b{k} = call {vec} @llvm.fma.v{lanes}f32({vec} %a{k}, {vec} {splat('0.5')}, "
+            f"{vec} {splat('1.0')})" for k in range(chains)]
+    sums = [f"  %s{k} = fadd {vec} %s{k - 1}, %b{k}" if k > 1 else
+            f"  %s1 = fadd {vec} %b0, %b1" for k in range(1, chains)]
+    ir = "\n".join([
+        f"declare {vec} @llvm.fma.v{lanes}f32({vec}, {vec}, {vec})",
+        "define float @fmas(i64 %n) {", "entry:", "  br label %loop", "loop:",
+        "  %i = phi i64 [0, %entry], [%i1, %loop]", *phis, *fmas,
+        "  %i1 = add i64 %i, 1", "  %more = icmp ult i64 %i1, %n",
+        "  br i1 %more, label %loop, label %exit", "exit:", *sums,
+        f"  %r = extractelement {vec} %s{chains - 1}, i32 0", "  ret float %r", "}"])
+    tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=features.flatten(), opt=2)
+    module = llvm.parse_assembly(ir)
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    run = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_int64)(engine.get_function_address("fmas"))
+    n = 1 << 16
+    while (dt := best_s(lambda: run(n), 1)) < seconds / 8:     # iterations for ~`seconds`
+        n *= 4
+    n = int(n * seconds / dt)
+    best = 0.0
+    for _ in range(3):
+        pool = [threading.Thread(target=run, args=(n,)) for _ in range(threads)]
+        t0 = time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        best = max(best, threads * n * 2 * lanes * chains / (time.perf_counter() - t0) / 1e9)
+    return best
 
 
 def bandwidths(torch) -> dict:
@@ -92,6 +147,7 @@ def main() -> None:
     needed = sum(flops) - attention / 2
 
     rates, bw = gemm_rates(torch), bandwidths(torch)
+    peaks = {n: fma_peak(n) for n in (1, 2)}
     n_params = sum(np.size(p) for p in fnad.tree_util.tree_leaves(params))
     adamw_bytes = 6 * 4 * n_params
     t_gemm = needed / (max(rates.values()) * 1e9)
@@ -111,6 +167,8 @@ def main() -> None:
           f"over {n_params / 1e6:.2f} M parameters moves {adamw_bytes / 1e6:.0f} MB")
     print("GEMM rates (GF/s): " + ", ".join(f"{k} {v:.0f}" for k, v in rates.items()))
     print("bandwidths (GB/s): " + ", ".join(f"{k} {v:.1f}" for k, v in bw.items()))
+    print(f"the cores' float32 FMA peak: {peaks[1]:.0f} GF/s on one thread, {peaks[2]:.0f} on "
+          f"two; the best GEMM rate is {max(rates.values()) / peaks[2]:.2f} of the latter")
     print(f"jax.jit step {t_jax * 1e3:.1f} ms; half of it: {t_jax * 500:.1f} ms; "
           f"the bound: {floor * 1e3:.1f} ms = {floor / t_jax:.2f} of jax's step")
 
