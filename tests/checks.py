@@ -54,15 +54,20 @@ def x64_everywhere():
 def jax_at_default_level(f):
     """jax.jit(f), compiled at XLA's default optimization level (3) whatever XLA_FLAGS says.
 
-    conftest compiles the suite's jax programs unoptimized (level 0) for speed; for oracles
-    whose last bits matter (a sampler's draws compared exactly, float64 values to 1e-9) the
-    default level's code, whose fused multiply-adds fnad's kernels reproduce."""
+    conftest compiles the suite's jax programs unoptimized (level 0) for speed, which can
+    change a result's last bit; oracles whose last bits matter (a sampler's draws compared
+    exactly, float64 values to 1e-9) take the code jax's users run. Compiled once per
+    argument shapes and dtypes (and x64 setting)."""
     import jax
-    jitted = jax.jit(f)
+    jitted, compiled = jax.jit(f), {}
 
     def run(*args):
-        options = {"xla_backend_optimization_level": 3}
-        return jitted.lower(*args).compile(compiler_options=options)(*args)
+        key = (jax.config.jax_enable_x64,
+               *((np.shape(a), getattr(a, "dtype", type(a))) for a in args))
+        if key not in compiled:
+            options = {"xla_backend_optimization_level": 3}
+            compiled[key] = jitted.lower(*args).compile(compiler_options=options)
+        return compiled[key](*args)
     return run
 
 

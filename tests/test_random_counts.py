@@ -4,6 +4,8 @@ under jit and under vmap; jax's values at the edges (lam = 0, NaN, inf; n = 0, p
 NaN, inf); moments; the errors."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from checks import jax_at_default_level, raises_with, traced, x64_everywhere
@@ -29,11 +31,15 @@ def same(got, want, what=""):
     np.testing.assert_array_equal(got, want, err_msg=what)
 
 
+@functools.cache
+def _theirs(sampler):
+    return jax_at_default_level(lambda key: sampler(jr, key))
+
+
 def both(sampler, seed=0):
     """sampler(random module, key) with fnad and with jax, for the same seed (jax's code
     compiled at XLA's default optimization level: its rejection tests turn on last bits)."""
-    theirs = jax_at_default_level(lambda key: sampler(jr, key))
-    return sampler(fr, fr.PRNGKey(seed)), theirs(jr.PRNGKey(seed))
+    return sampler(fr, fr.PRNGKey(seed)), _theirs(sampler)(jr.PRNGKey(seed))
 
 
 _LAM = np.array([0.2, 1.5, 4.0, 9.99, 10.0, 25.0, 150.0, 600.0], f32)   # Knuth and PTRS
