@@ -14,9 +14,10 @@ compiles them with XLA's older loop emitters (`--xla_cpu_use_fusion_emitters=fal
 faster to compile) and without LLVM's optimizations (`--xla_backend_optimization_level=0`,
 the suite in about 0.75 of the time). Unoptimized code computes the same functions, but not
 always to the same last bit, and a sampler's accept/reject test can turn on that bit (the
-poisson sampler drew 7 and 622 where jax's default code draws 9 and 565): oracles compared bit for bit or
-to 1e-9 compile at XLA's default level through `checks.jax_at_default_level`.
-FNAD_TEST_XLA_DEFAULTS=1 runs the suite with jax's own settings (it passes under both).
+poisson sampler drew 7 and 622 where jax's default code draws 9 and 565): oracles
+compared bit for bit or to 1e-9 compile at XLA's default level through
+`checks.jax_at_default_level`. FNAD_TEST_XLA_DEFAULTS=1 runs the suite with jax's own
+settings (it passes under both).
 """
 import os
 from importlib import metadata

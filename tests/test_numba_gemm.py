@@ -89,3 +89,69 @@ def test_weight_gradient_layout_copies_nothing():
     w = rand(32, 24)
     a, b, _, _ = _as_matmul(g, w, (((2,), (1,)), ((), ())), None)      # g @ W^T
     assert np.shares_memory(a, g) and np.shares_memory(b, w)
+
+
+# ---- independent products side by side (gemm.products_together) ----------------------------
+def _bound(dn):
+    import functools
+
+    from fnad.backends.numba_cpu import _dot_general
+    return functools.partial(_dot_general, dimension_numbers=dn, precision=None,
+                             preferred_element_type=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_together_equal_each_product(dtype):
+    """A weight's dX = g @ W^T and dW = x^T @ g, whole products on the threads, equal
+    each product computed alone; the BLAS thread count is restored."""
+    x, g, w = rand(8, 128, 256, dtype=dtype), rand(8, 128, 768, dtype=dtype), \
+        rand(256, 768, dtype=dtype)
+    dx = _bound((((2,), (1,)), ((), ())))
+    dw = _bound((((0, 1), (0, 1)), ((), ())))
+    calls = ((dx, g, w, 1024 * 768 * 256), (dw, x, g, 256 * 1024 * 768))
+    blas = gemm.blas_threads()
+    before = blas[1]() if blas else None
+    got = gemm.products_together(calls)
+    tol = 2e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got[0], g @ w.T, rtol=tol, atol=tol)
+    np.testing.assert_allclose(got[1], np.einsum("btk,btn->kn", x, g), rtol=tol, atol=tol)
+    assert got[0].shape == (8, 128, 256) and got[1].shape == (256, 768)
+    assert got[0].dtype == got[1].dtype == dtype
+    if blas:
+        assert blas[1]() == before
+
+
+def test_makespan_decides_between_whole_and_chunked_products(monkeypatch):
+    monkeypatch.setattr(gemm, "NUM_THREADS", 2)
+    assert gemm._makespan([5, 5]) == 5 and gemm._makespan([5, 5, 5, 5]) == 10
+    assert gemm._makespan([5, 5, 5]) == 10          # 1.33 of an even share: chunked
+    assert gemm._makespan([9, 2, 3, 4]) == 9
+    seen = []
+
+    def product(a, b, alone=False):
+        seen.append(alone)
+        return a @ b
+    m = rand(64, 64)
+    gemm.products_together(((product, m, m, 1), (product, m, m, 1), (product, m, m, 1)))
+    assert seen == [False] * 3                      # three on two threads: one at a time
+    if gemm.blas_threads() is not None:
+        seen.clear()
+        gemm.products_together(((product, m, m, 1), (product, m, m, 1)))
+        assert seen == [True, True]
+
+
+def test_jit_runs_a_weights_two_gradient_products_together():
+    """The backward pass of x @ W: its dX and dW (independent, adjacent) are one
+    products_together call in the driver, and the gradients equal the NumPy reference's."""
+    import fnad
+    import fnad.numpy as fnp
+
+    def loss(w, x):
+        return fnp.sum(fnp.tanh(x @ w) ** 2)
+    x, w = rand(8, 128, 256), rand(256, 768) * 0.05
+    grad = fnad.jit(fnad.grad(loss, argnums=(0, 1)), backend="numba")
+    assert "products_together((" in grad.lower(w, x).source
+    got = grad(w, x)
+    want = fnad.jit(fnad.grad(loss, argnums=(0, 1)), backend="numpy")(w, x)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-4)

@@ -13,7 +13,8 @@
     driver    `make(K)`, a factory holding `run(*args)`: straight-line Python, one
               statement per fusion group or equation (consecutive independent kernels
               too small to be threaded in one `run_together` call, which overlaps them on
-              the backend's threads). dot_general and every primitive
+              the backend's threads; consecutive independent products, such as a weight's
+              dX and dW, in one gemm.products_together call). dot_general and every primitive
               that is not fused call the backend's impl (the NumPy reference: BLAS for
               dot_general); jit, checkpoint, custom_jvp_call, custom_vjp_call,
               custom_linear_solve and name are inlined; cond, scan and while are Python
@@ -72,6 +73,7 @@ from fnad.config import config
 from fnad.core import Array
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, Var, fingerprint
 from fnad.passes.dce import live_eqns
+from fnad.primitives import linalg as _linalg
 from fnad.primitives import shape_ops as so
 
 CODEGEN_VERSION = "4"
@@ -505,6 +507,8 @@ class _Driver:
         self.batch: list = []               # kernel calls not written yet (see flush)
         self.batched: set = set()           # the Vars they define
         self.held: list = []                # names to `del` after them
+        self.products: list = []            # products not written yet (see flush)
+        self.producing: set = set()         # the Vars they define
         self.n = 0
 
     def fresh(self, prefix="v") -> str:
@@ -543,16 +547,22 @@ class _Driver:
         self.inplace = self.inplace_updates(steps, reads)
         dead = self.dead_after(steps, reads)
         for pos, (kind, x) in enumerate(steps):
-            if kind != "group" or not self.batched.isdisjoint(reads[pos]):
+            product = kind == "eqn" and x not in self.inplace and self.wide_product(self.eqns[x])
+            if product:
+                if self.batch or not self.producing.isdisjoint(reads[pos]):
+                    self.flush()
+            elif kind != "group" or self.products or not self.batched.isdisjoint(reads[pos]):
                 self.flush()
-            if kind == "group":
+            if product:
+                self.product(self.eqns[x])
+            elif kind == "group":
                 self.group(x)
             elif kind == "place":
                 self.place(x)
             else:
                 self.eqn(self.eqns[x], x in self.inplace)
             self.held += [self.names[v] for v in dead.get(pos, ()) if v in self.names]
-            if not self.batch:
+            if not self.batch and not self.products:
                 self.flush()
         self.flush()
         outs = ", ".join(self.atom(v) for v in self.outvars)
@@ -617,11 +627,50 @@ class _Driver:
         self.batch.append(_KernelCall(outs, kname, args, math.prod(sizes), shaped))
         self.batched.update(g.outputs)
 
+    # ---- independent products side by side ----
+    def wide_product(self, eqn) -> bool:
+        """Whether `eqn` is a float dot_general without batch dimensions, large enough for
+        gemm.py to split across the threads (gemm.SMALL multiply-adds): consecutive ones
+        that do not read each other's results run as one gemm.products_together call."""
+        from fnad.backends.numba_cpu import _dot_general
+        from fnad.backends.numba_cpu.gemm import SMALL
+        if (eqn.primitive is not _linalg.dot_general_p
+                or self.m.backend.impl_rules.get(eqn.primitive) is not _dot_general):
+            return False
+        (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
+        lhs, rhs = (a.aval for a in eqn.invars)
+        return (not lb and lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
+                and lhs.dtype.kind == "f" and lhs.dtype.itemsize >= 4
+                and _macs(lhs.shape, rhs.shape, rc) >= SMALL)
+
+    def product(self, eqn):
+        impl = self.m.backend.impl_rules[eqn.primitive]
+        fn = self.m.const(functools.partial(impl, **eqn.params),
+                          ("impl", eqn.primitive, eqn.params))
+        (_, rc), _ = eqn.params["dimension_numbers"]
+        lhs, rhs = (a.aval for a in eqn.invars)
+        self.products.append((eqn.outvars[0], fn, [self.atom(a) for a in eqn.invars],
+                              _macs(lhs.shape, rhs.shape, rc)))
+        self.producing.add(eqn.outvars[0])
+
+    def write_products(self):
+        products, self.products, self.producing = self.products, [], set()
+        if len(products) == 1:
+            (v, fn, ins, _), = products
+            self.line(f"{self.define(v)} = {fn}({', '.join(ins)})")
+            return
+        outs = [self.define(v) for v, *_ in products]
+        calls = "".join(f"({fn}, {', '.join(ins)}, {work}), " for _, fn, ins, work in products)
+        self.line(f"{', '.join(outs)}, = products_together(({calls}))")
+
     def flush(self):
-        """Write the kernel calls batched so far (consecutive groups too small to be threaded,
-        none reading another's outputs), then the `del`s held for them. Calls with
-        TOGETHER_MIN elements of work in all run side by side (threads.run_together): the
-        GPT step's 31 AdamW updates, RoPE's two halves of q and of k."""
+        """Write the products (write_products) or the kernel calls batched so far
+        (consecutive groups too small to be threaded, none reading another's outputs),
+        then the `del`s held for them. Calls with TOGETHER_MIN elements of work in all run
+        side by side (threads.run_together): the GPT step's 31 AdamW updates, RoPE's two
+        halves of q and of k."""
+        if self.products:
+            self.write_products()
         batch, self.batch, self.batched = self.batch, [], set()
         if len(batch) > 1 and sum(c.size for c in batch) >= TOGETHER_MIN:
             self.line("(")
@@ -879,6 +928,11 @@ def _never(eqn) -> bool:
     return False
 
 
+def _macs(lhs: tuple, rhs: tuple, rhs_contracting) -> int:
+    """Multiply-adds of a dot_general without batch dimensions."""
+    return math.prod(lhs) * math.prod(d for i, d in enumerate(rhs) if i not in rhs_contracting)
+
+
 _np_dtypes: dict = {}                       # dtype -> _np_dtype(dtype) (dtype.name is slow)
 
 
@@ -1090,9 +1144,11 @@ def load_driver(src: str, kernels: dict, llvm: bool = False):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
+        from fnad.backends.numba_cpu.gemm import products_together
         from fnad.backends.numba_cpu.threads import (aligned_empty, run_threaded, run_together,
                                                      strided, writable, writable_flat)
         namespace = dict(kernels, np=np, aligned_empty=aligned_empty,
+                         products_together=products_together,
                          run_threaded=run_threaded, run_together=run_together,
                          strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")
