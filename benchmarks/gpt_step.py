@@ -234,9 +234,9 @@ def record_products(run_step) -> list:
     from fnad.backends.numba_cpu import gemm
     pairs, matmul = [], gemm.matmul
 
-    def record(a, b):
+    def record(a, b, **how):
         pairs.append((a, b))
-        return matmul(a, b)
+        return matmul(a, b, **how)
     gemm.matmul = record
     try:
         run_step()

@@ -81,11 +81,7 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_typ
     """(`alone`: on this thread only, with the BLAS at one thread: products_together.)"""
     a, b, out_shape, out_dtype = _as_matmul(lhs, rhs, dimension_numbers,
                                             preferred_element_type)
-    if alone:
-        out = aligned_empty(a.shape[:-1] + b.shape[-1:], np.result_type(a, b))
-        np.matmul(a, b, out=out)
-    else:
-        out = matmul(a, b)
+    out = matmul(a, b, alone=alone)
     return out.reshape(out_shape).astype(out_dtype, copy=False)
 
 
@@ -130,10 +126,14 @@ def _makespan(works: list) -> float:
     return max(loads)
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.matmul(a, b) for [batch.., M, K] @ [batch.., K, N] (equal batch dims)."""
+def matmul(a: np.ndarray, b: np.ndarray, alone: bool = False) -> np.ndarray:
+    """np.matmul(a, b) for [batch.., M, K] @ [batch.., K, N] (equal batch dims); `alone`:
+    on this thread, the BLAS's thread count as it is (products_together set it to one)."""
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.shape[:-2]
+    if alone:
+        out = aligned_empty(batch + (m, n), np.result_type(a, b))
+        return np.matmul(a, b, out=out)
     blas = blas_threads()
     if blas is None or a.dtype.kind not in "fc":
         return np.matmul(a, b)
