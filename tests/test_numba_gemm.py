@@ -121,6 +121,17 @@ def test_products_together_equal_each_product(dtype):
         assert blas[1]() == before
 
 
+def test_products_together_with_batch_dims():
+    """Attention's backward dP = dO @ V^T and dV = P^T @ dO ([B, H] batch dims)."""
+    d_o, v, p = rand(4, 2, 64, 32), rand(4, 2, 64, 32), rand(4, 2, 64, 64)
+    dp = _bound((((3,), (3,)), ((0, 1), (0, 1))))
+    dv = _bound((((2,), (2,)), ((0, 1), (0, 1))))
+    got = gemm.products_together(((dp, d_o, v, 4 * 2 * 64 * 32 * 64),
+                                  (dv, p, d_o, 4 * 2 * 64 * 64 * 32)))
+    np.testing.assert_allclose(got[0], d_o @ v.swapaxes(-1, -2), rtol=2e-4, atol=2e-4)
+    np.testing.assert_allclose(got[1], p.swapaxes(-1, -2) @ d_o, rtol=2e-4, atol=2e-4)
+
+
 def test_makespan_decides_between_whole_and_chunked_products(monkeypatch):
     monkeypatch.setattr(gemm, "NUM_THREADS", 2)
     assert gemm._makespan([5, 5]) == 5 and gemm._makespan([5, 5, 5, 5]) == 10

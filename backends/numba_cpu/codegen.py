@@ -629,28 +629,26 @@ class _Driver:
 
     # ---- independent products side by side ----
     def wide_product(self, eqn) -> bool:
-        """Whether `eqn` is a float dot_general without batch dimensions, large enough for
-        gemm.py to split across the threads (gemm.SMALL multiply-adds): consecutive ones
-        that do not read each other's results run as one gemm.products_together call."""
+        """Whether `eqn` is a float32/64 dot_general large enough for gemm.py to split
+        across the threads (gemm.SMALL multiply-adds): consecutive ones that do not read
+        each other's results run as one gemm.products_together call."""
         from fnad.backends.numba_cpu import _dot_general
         from fnad.backends.numba_cpu.gemm import SMALL
         if (eqn.primitive is not _linalg.dot_general_p
                 or self.m.backend.impl_rules.get(eqn.primitive) is not _dot_general):
             return False
-        (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
         lhs, rhs = (a.aval for a in eqn.invars)
-        return (not lb and lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
+        return (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
                 and lhs.dtype.kind == "f" and lhs.dtype.itemsize >= 4
-                and _macs(lhs.shape, rhs.shape, rc) >= SMALL)
+                and _macs(lhs.shape, rhs.shape, eqn.params["dimension_numbers"]) >= SMALL)
 
     def product(self, eqn):
         impl = self.m.backend.impl_rules[eqn.primitive]
         fn = self.m.const(functools.partial(impl, **eqn.params),
                           ("impl", eqn.primitive, eqn.params))
-        (_, rc), _ = eqn.params["dimension_numbers"]
         lhs, rhs = (a.aval for a in eqn.invars)
         self.products.append((eqn.outvars[0], fn, [self.atom(a) for a in eqn.invars],
-                              _macs(lhs.shape, rhs.shape, rc)))
+                              _macs(lhs.shape, rhs.shape, eqn.params["dimension_numbers"])))
         self.producing.add(eqn.outvars[0])
 
     def write_products(self):
@@ -928,9 +926,10 @@ def _never(eqn) -> bool:
     return False
 
 
-def _macs(lhs: tuple, rhs: tuple, rhs_contracting) -> int:
-    """Multiply-adds of a dot_general without batch dimensions."""
-    return math.prod(lhs) * math.prod(d for i, d in enumerate(rhs) if i not in rhs_contracting)
+def _macs(lhs: tuple, rhs: tuple, dimension_numbers) -> int:
+    """Multiply-adds of a dot_general: every lhs element times rhs's free dimensions."""
+    (_, rc), (_, rb) = dimension_numbers
+    return math.prod(lhs) * math.prod(d for i, d in enumerate(rhs) if i not in rc + rb)
 
 
 _np_dtypes: dict = {}                       # dtype -> _np_dtype(dtype) (dtype.name is slow)
