@@ -4,6 +4,9 @@ The numba backend's background compile (config.jax_background_compile) is off in
 suite: a test's first call of a jitted function must run the compiled kernels, not the
 interpreter they are checked against. tests/test_background_compile.py turns it on.
 
+A cold program's llvm kernels are compiled in the test's process alone (FNAD_LLVM_HELPER=0:
+no helper process; tests/test_llvm_kernels.py tests the helper).
+
 `numba_compiler`: the numba backend's kernels compiled by numba instead of the default llvm
 kernel compiler (backends/numba_cpu/llvm_kernels.py), in this process and in the child
 processes a test starts, for the tests of numba's own compile path.
@@ -45,6 +48,10 @@ if os.environ.get("FNAD_TEST_XLA_DEFAULTS") != "1" and _jaxlib_version() >= (0, 
     ).strip()
 
 config.update("jax_background_compile", False)
+# the llvm kernel compiler's helper process (llvm_kernels.compile_ahead) shortens a program's
+# cold first call where a CPU is free; under xdist none is, so the suite starts none (its
+# own tests in test_llvm_kernels.py do)
+os.environ.setdefault("FNAD_LLVM_HELPER", "0")
 
 
 @pytest.fixture

@@ -326,3 +326,71 @@ def test_programs_the_translator_covers_run_without_importing_numba(tmp_path):
         capture_output=True, text=True, timeout=300).stdout
     got, want = (float(r.split("value ")[1].split()[0]) for r in (runs[0], ref))
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_helper_process_compiles_a_cold_programs_kernels(tmp_path, monkeypatch):
+    """compile_ahead: for a program with HELPER_MIN kernel signatures or more to compile, a
+    helper process compiles them into the cache dir. Run to its end before the first call,
+    it leaves this process nothing to translate (the code generator's argument specs name
+    the signatures the calls have), and the results are the NumPy reference's."""
+    from fnad.backends.numba_cpu import codegen
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FNAD_LLVM_HELPER", raising=False)
+    monkeypatch.setattr(llvm_kernels, "ENABLED", True)
+    monkeypatch.setattr(llvm_kernels, "_KERNELS", {})
+    monkeypatch.setattr(codegen, "_DRIVERS", {})
+    monkeypatch.setattr("fnad.backends.numba_cpu.threads.usable_cpus", lambda: 2)
+    steps = [jnp.tanh, jnp.exp, lambda v: 1 / (1 + jnp.exp(-v)), lambda v: jnp.log1p(v * v),
+             jnp.abs, lambda v: jnp.sqrt(v * v + 1), lambda v: jnp.maximum(v, 0.1),
+             lambda v: v * v * v, lambda v: jnp.minimum(v, 0.5) - v,
+             lambda v: jnp.where(v > 0, v, 2 * v)]
+
+    def f(x, w):
+        for step in steps:                        # a product between kernels: no fusion
+            x = step(x @ w) + jnp.sum(x, axis=1, keepdims=True) * 1e-3
+        return x
+    x = RNG.standard_normal((16, 16)).astype(np.float32) * 0.1
+    w = RNG.standard_normal((16, 16)).astype(np.float32) * 0.3
+    jitted = fnad.jit(f, backend="numba")
+    program = jitted.lower(x, w).compile().runtime_executable()
+    helper = llvm_kernels.compile_ahead(program._kernels, program._signatures)
+    assert helper is not None, "fewer kernel signatures than HELPER_MIN"
+    assert helper.wait(timeout=300) == 0
+    assert len(list(tmp_path.glob("fnad_llvm_*.pkl"))) >= llvm_kernels.HELPER_MIN
+    translated = []
+    translate = llvm_kernels.Kernel._translate
+    monkeypatch.setattr(llvm_kernels.Kernel, "_translate",
+                        lambda self, *a: translated.append(self.name) or translate(self, *a))
+    got = jitted(x, w)
+    assert translated == []
+    assert llvm_kernels.compile_ahead(program._kernels, program._signatures) is None
+    want = fnad.jit(f, backend="numpy")(x, w)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
+
+
+def test_a_first_call_races_its_helper(tmp_path, monkeypatch):
+    """The cold first call as users run it: the helper compiling from the program's end
+    while this process compiles from its start, each taking what the other left in the
+    cache dir; the results are the NumPy reference's."""
+    from fnad.backends.numba_cpu import codegen
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FNAD_LLVM_HELPER", raising=False)
+    monkeypatch.setattr(llvm_kernels, "ENABLED", True)
+    monkeypatch.setattr(llvm_kernels, "_KERNELS", {})
+    monkeypatch.setattr(codegen, "_DRIVERS", {})
+    monkeypatch.setattr("fnad.backends.numba_cpu.threads.usable_cpus", lambda: 2)
+    helpers = []
+    start = llvm_kernels.compile_ahead
+    monkeypatch.setattr(llvm_kernels, "compile_ahead",
+                        lambda *a: helpers.append(start(*a)) or helpers[-1])
+
+    def f(x):
+        for k in range(12):                     # 12 kernels, products between them
+            x = jnp.tanh(x @ x.T * (0.1 + k)) + jnp.exp(-x * x) * k
+        return x
+    x = RNG.standard_normal((24, 24)).astype(np.float32) * 0.1
+    got = fnad.jit(f, backend="numba")(x)
+    assert helpers and helpers[0] is not None
+    assert helpers[0].wait(timeout=300) == 0
+    want = fnad.jit(f, backend="numpy")(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)

@@ -178,18 +178,21 @@ class Compiled:
     """
 
     __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job",
-                 "_interp", "_loader")
+                 "_interp", "_loader", "_helper")
 
     def __init__(self, closed, run, source: str, kernels=(), signatures=None):
         self.run, self.source, self._closed = run, source, closed
         self._kernels, self._signatures = tuple(kernels), signatures or {}
         self._checked, self._job, self._interp, self._loader = False, None, None, None
+        self._helper = None              # llvm_kernels.compile_ahead's process, if any
 
     def __call__(self, *bufs):
         if self._checked:
             return self.run(*bufs)
         from fnad.backends.numba_cpu import llvm_kernels
-        if llvm_kernels.ENABLED:         # compiled in this process at the first call
+        if llvm_kernels.ENABLED:         # compiled at the first call (a helper process too)
+            if self._helper is None:
+                self._helper = llvm_kernels.compile_ahead(self._kernels, self._signatures)
             return self._first(bufs)
         from fnad.backends.numba_cpu import precompile
         job = self._job

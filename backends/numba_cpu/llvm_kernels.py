@@ -22,7 +22,10 @@ training step's 22 kernels: 0.58 s against 3.0 s in a fresh process. A call cost
 than numba's dispatcher (`x + 1` under jit: 1.26 against 1.68 us). The kernels run at
 numba's speed within a few percent (the GPT step: 2-3 % slower). With it the background
 compile (config.jax_background_compile, numba's) is not used: compiling in the foreground
-takes less time than numba's children take to start.
+takes less time than numba's children take to start. A program with HELPER_MIN kernel
+signatures or more to compile starts one helper process (compile_ahead) that compiles them
+from the last backwards while this process compiles from the first (the GPT step's cold
+first call: 1.5-1.6 s against 1.8-2.6 s alone).
 
 A kernel the translator does not cover (NotImplementedError & co. from llvm_codegen), an
 argument that is not a C-contiguous array of a covered dtype, an int or an int tuple, or a
@@ -242,28 +245,40 @@ class Kernel:
             return self._machines[sig].call(*plain)
         return self._by_numba(args, "arguments the compiled code does not take")
 
-    def _compile(self, sig):
-        """The machine code for `sig`: from the cache dir where an earlier process left it,
-        else translated, optimized and written there (object code and how to call it)."""
+    def _path(self, sig) -> tuple:
+        """(path in the cache dir, digest) of this kernel's object code for `sig`."""
+        from fnad.backends.numba_cpu.codegen import cache_dir
+        key = repr((self.source, sig, _jit()["machine"]))
+        digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+        return cache_dir() / f"fnad_llvm_{self.name}.{digest}.pkl", digest
+
+    def _object_code(self, sig):
+        """The object code for `sig` and how to call it: from the cache dir where another
+        process (an earlier one, or a helper: compile_ahead) left it, else translated,
+        optimized and written there; False where the translator does not cover it."""
         import pickle
 
-        from fnad.backends.numba_cpu.codegen import _replace, cache_dir
-        jit = _jit()
-        key = repr((self.source, sig, jit["machine"]))
-        digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-        path = cache_dir() / f"fnad_llvm_{self.name}.{digest}.pkl"
+        from fnad.backends.numba_cpu.codegen import _replace
+        path, digest = self._path(sig)
         try:
-            saved = pickle.loads(path.read_bytes())
+            return pickle.loads(path.read_bytes())
         except (OSError, pickle.UnpicklingError, EOFError, ValueError):
-            saved = None
-        if saved is None:
-            saved = self._translate(sig, f"{self.name}_{digest}")
-            if saved is False:
-                return False
+            pass
+        saved = self._translate(sig, f"{self.name}_{digest}")
+        if saved is not False:
             try:
                 _replace(path, pickle.dumps(saved))
             except OSError:
                 pass                                  # a read-only cache dir
+        return saved
+
+    def _compile(self, sig):
+        """The machine code for `sig` (its object code: _object_code), linked into this
+        process's engine."""
+        saved = self._object_code(sig)
+        if saved is False:
+            return False
+        jit = _jit()
         obj = jit["llvm"].ObjectFileRef.from_data(saved["object"])
         jit["objects"].append(obj)
         jit["engine"].add_object_file(obj)
@@ -305,3 +320,84 @@ class Kernel:
         passes.getModulePassManager().run(ll, passes)
         return {"object": tm.emit_object(ll), "wrapper": wrapper.name,
                 "outputs": tuple(dtype for _, dtype in info["outputs"])}
+
+
+# ---- a helper process for a cold first call ---------------------------------------------------
+# llvmlite runs every LLVM call behind one lock, so one process compiles one kernel at a time
+# (about 0.1 s each): a cold first call of the GPT step spent 2 s of its 2.3 s on its 22. A
+# helper process compiles the program's kernels from the last backwards while this one
+# compiles from the first forwards, each taking the other's object code from the cache dir
+# (Kernel._object_code) once it is there; where they meet, a kernel may be compiled twice.
+HELPER_MIN = 8              # kernel signatures to compile: below, the helper's start (~0.3 s
+#                             importing numpy, llvmlite and fnad) would cost about as much
+
+
+def compile_ahead(kernels, signatures: dict):
+    """Start a helper process (the Popen, or None) for the kernel signatures of a program
+    that are not in the cache dir: `kernels` in the order the driver first calls them,
+    `signatures` the code generator's argument specs per kernel name. None where there
+    are fewer than HELPER_MIN, where this process may use one CPU, or with
+    FNAD_LLVM_HELPER=0. A helper that fails costs only its help: this process compiles
+    whatever is not in the cache dir when it needs it."""
+    from fnad.backends.numba_cpu.threads import usable_cpus
+    if os.environ.get("FNAD_LLVM_HELPER") == "0" or usable_cpus() < 2:
+        return None
+    todo = []
+    for k in kernels:
+        if not isinstance(k, Kernel):
+            continue
+        for spec in signatures.get(k.name, ()):
+            sig = _signature_of_spec(spec)
+            if sig is not None and sig not in k._machines and not k._path(sig)[0].exists():
+                todo.append((k.name, k.source, sig))
+    if len(todo) < HELPER_MIN:
+        return None
+    import json
+    import subprocess
+    import sys
+
+    from fnad.backends.numba_cpu.codegen import cache_dir
+    cache = str(cache_dir())          # (run there: see precompile.start on `python -m`)
+    proc = subprocess.Popen([sys.executable, "-m", "fnad.backends.numba_cpu.llvm_kernels"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=cache,
+                            env=dict(os.environ, FNAD_CACHE_DIR=cache))
+    try:
+        proc.stdin.write(json.dumps(todo[::-1]).encode())
+        proc.stdin.close()
+    except OSError:                                   # it exited already: no help
+        pass
+    return proc
+
+
+def _signature_of_spec(spec) -> tuple | None:
+    """The _signature of the arguments a code generator's spec describes (codegen's
+    `signatures`: ("array", dtype, ndim), ("tuple", n), ("int64",)), or None where the
+    call goes to numba."""
+    sig = []
+    for s in spec:
+        if s[0] == "array" and s[1] in _DTYPES:
+            sig.append(("arr", s[1]))
+        elif s[0] == "tuple":
+            sig.append(("tup", s[1]))
+        elif s[0] == "int64":
+            sig.append("int64")
+        else:
+            return None
+    return tuple(sig)
+
+
+def _helper(work: list) -> None:
+    """The helper's loop: [name, source, signature] (JSON's lists), each compiled into the
+    cache dir unless some process has put it there meanwhile."""
+    for name, source, sig in work:
+        k = Kernel(name, source, None)
+        sig = tuple(tuple(a) if isinstance(a, list) else a for a in sig)
+        if not k._path(sig)[0].exists():
+            k._object_code(sig)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    _helper(json.load(sys.stdin))
