@@ -328,11 +328,10 @@ def test_programs_the_translator_covers_run_without_importing_numba(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
-def test_a_helper_process_compiles_a_cold_programs_kernels(tmp_path, monkeypatch):
-    """compile_ahead: for a program with HELPER_MIN kernel signatures or more to compile, a
-    helper process compiles them into the cache dir. Run to its end before the first call,
-    it leaves this process nothing to translate (the code generator's argument specs name
-    the signatures the calls have), and the results are the NumPy reference's."""
+@pytest.fixture
+def helper_allowed(tmp_path, monkeypatch):
+    """An empty cache dir (tmp_path), the llvm compiler with new Kernels and drivers, and
+    its helper process allowed (conftest turns it off for the suite) on two CPUs."""
     from fnad.backends.numba_cpu import codegen
     monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("FNAD_LLVM_HELPER", raising=False)
@@ -340,6 +339,14 @@ def test_a_helper_process_compiles_a_cold_programs_kernels(tmp_path, monkeypatch
     monkeypatch.setattr(llvm_kernels, "_KERNELS", {})
     monkeypatch.setattr(codegen, "_DRIVERS", {})
     monkeypatch.setattr("fnad.backends.numba_cpu.threads.usable_cpus", lambda: 2)
+
+
+def test_a_helper_process_compiles_a_cold_programs_kernels(helper_allowed, tmp_path,
+                                                           monkeypatch):
+    """compile_ahead: for a program with HELPER_MIN kernel signatures or more to compile, a
+    helper process compiles them into the cache dir. Run to its end before the first call,
+    it leaves this process nothing to translate (the code generator's argument specs name
+    the signatures the calls have), and the results are the NumPy reference's."""
     steps = [jnp.tanh, jnp.exp, lambda v: 1 / (1 + jnp.exp(-v)), lambda v: jnp.log1p(v * v),
              jnp.abs, lambda v: jnp.sqrt(v * v + 1), lambda v: jnp.maximum(v, 0.1),
              lambda v: v * v * v, lambda v: jnp.minimum(v, 0.5) - v,
@@ -368,17 +375,10 @@ def test_a_helper_process_compiles_a_cold_programs_kernels(tmp_path, monkeypatch
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
 
 
-def test_a_first_call_races_its_helper(tmp_path, monkeypatch):
+def test_a_first_call_races_its_helper(helper_allowed, monkeypatch):
     """The cold first call as users run it: the helper compiling from the program's end
     while this process compiles from its start, each taking what the other left in the
     cache dir; the results are the NumPy reference's."""
-    from fnad.backends.numba_cpu import codegen
-    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("FNAD_LLVM_HELPER", raising=False)
-    monkeypatch.setattr(llvm_kernels, "ENABLED", True)
-    monkeypatch.setattr(llvm_kernels, "_KERNELS", {})
-    monkeypatch.setattr(codegen, "_DRIVERS", {})
-    monkeypatch.setattr("fnad.backends.numba_cpu.threads.usable_cpus", lambda: 2)
     helpers = []
     start = llvm_kernels.compile_ahead
     monkeypatch.setattr(llvm_kernels, "compile_ahead",
