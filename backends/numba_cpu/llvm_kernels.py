@@ -362,12 +362,18 @@ def compile_ahead(kernels, signatures: dict):
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=cache,
                             env=dict(os.environ, FNAD_CACHE_DIR=cache))
+    # beyond a pipe's 64 KB a write would wait for the helper's imports: a thread feeds it
+    job = json.dumps(todo[::-1]).encode()
+    threading.Thread(target=_feed, args=(proc, job), daemon=True).start()
+    return proc
+
+
+def _feed(proc, job: bytes) -> None:
     try:
-        proc.stdin.write(json.dumps(todo[::-1]).encode())
+        proc.stdin.write(job)
         proc.stdin.close()
     except OSError:                                   # it exited already: no help
         pass
-    return proc
 
 
 def _signature_of_spec(spec) -> tuple | None:
