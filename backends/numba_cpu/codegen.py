@@ -550,14 +550,14 @@ class _Driver:
         self.inplace = self.inplace_updates(steps, reads)
         dead = self.dead_after(steps, reads)
         for pos, (kind, x) in enumerate(steps):
-            product = kind == "eqn" and x not in self.inplace and self.wide_product(self.eqns[x])
-            if product:
+            work = kind == "eqn" and x not in self.inplace and self.product_work(self.eqns[x])
+            if work:
                 if self.batch or not self.producing.isdisjoint(reads[pos]):
                     self.flush()
             elif kind != "group" or self.products or not self.batched.isdisjoint(reads[pos]):
                 self.flush()
-            if product:
-                self.product(self.eqns[x])
+            if work:
+                self.product(self.eqns[x], work)
             elif kind == "group":
                 self.group(x)
             elif kind == "place":
@@ -631,27 +631,27 @@ class _Driver:
         self.batched.update(g.outputs)
 
     # ---- independent products side by side ----
-    def wide_product(self, eqn) -> bool:
-        """Whether `eqn` is a float32/64 dot_general large enough for gemm.py to split
-        across the threads (gemm.SMALL multiply-adds): consecutive ones that do not read
-        each other's results run as one gemm.products_together call."""
+    def product_work(self, eqn) -> int:
+        """The multiply-adds of `eqn` where it is a float32/64 dot_general large enough for
+        gemm.py to split across the threads (gemm.SMALL), else 0: consecutive such products
+        that do not read each other's results run as one gemm.products_together call."""
         from fnad.backends.numba_cpu import _dot_general
         from fnad.backends.numba_cpu.gemm import SMALL
         if (eqn.primitive is not _linalg.dot_general_p
                 or self.m.backend.impl_rules.get(eqn.primitive) is not _dot_general):
-            return False
+            return 0
         lhs, rhs = (a.aval for a in eqn.invars)
-        return (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
-                and lhs.dtype.kind == "f" and lhs.dtype.itemsize >= 4
-                and _macs(lhs.shape, rhs.shape, eqn.params["dimension_numbers"]) >= SMALL)
+        if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
+                and lhs.dtype.kind == "f" and lhs.dtype.itemsize >= 4):
+            return 0
+        (_, rc), (_, rb) = eqn.params["dimension_numbers"]
+        work = math.prod(lhs.shape) * math.prod(
+            d for i, d in enumerate(rhs.shape) if i not in rc + rb)
+        return work if work >= SMALL else 0
 
-    def product(self, eqn):
-        impl = self.m.backend.impl_rules[eqn.primitive]
-        fn = self.m.const(functools.partial(impl, **eqn.params),
-                          ("impl", eqn.primitive, eqn.params))
-        lhs, rhs = (a.aval for a in eqn.invars)
-        self.products.append((eqn.outvars[0], fn, [self.atom(a) for a in eqn.invars],
-                              _macs(lhs.shape, rhs.shape, eqn.params["dimension_numbers"])))
+    def product(self, eqn, work: int):
+        self.products.append((eqn.outvars[0], self.impl(eqn),
+                              [self.atom(a) for a in eqn.invars], work))
         self.producing.add(eqn.outvars[0])
 
     def write_products(self):
@@ -843,9 +843,7 @@ class _Driver:
             self.call(self.m.const(dynamic_update_slice_into), ins, eqn)
             self.lines[-1] += "  # dynamic_update_slice in place"
         elif impl is not None:
-            fn = self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
-                              ("impl", prim, eqn.params))
-            self.call(fn, ins, eqn)
+            self.call(self.impl(eqn), ins, eqn)
             if prim in _VIEW_PRIMITIVES:
                 self.views.update(eqn.outvars)
         elif prim is cond_p:
@@ -859,6 +857,12 @@ class _Driver:
                       multi=True)
         else:
             raise core.no_impl_error(prim, self.m.backend.name)
+
+    def impl(self, eqn) -> str:
+        """The name of the backend's impl of `eqn` with its params bound (a K constant)."""
+        impl = self.m.backend.impl_rules[eqn.primitive]
+        return self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
+                            ("impl", eqn.primitive, eqn.params))
 
     def call(self, fn: str, ins: list, eqn, multi: bool | None = None):
         multi = eqn.primitive.multiple_results if multi is None else multi
@@ -927,12 +931,6 @@ class _Driver:
 
 def _never(eqn) -> bool:
     return False
-
-
-def _macs(lhs: tuple, rhs: tuple, dimension_numbers) -> int:
-    """Multiply-adds of a dot_general: every lhs element times rhs's free dimensions."""
-    (_, rc), (_, rb) = dimension_numbers
-    return math.prod(lhs) * math.prod(d for i, d in enumerate(rhs) if i not in rc + rb)
 
 
 _np_dtypes: dict = {}                       # dtype -> _np_dtype(dtype) (dtype.name is slow)

@@ -19,14 +19,17 @@ thread, so that no operand is packed twice.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import itertools
 import math
 import threading
 
 import numpy as np
 
-from fnad.backends.numba_cpu.threads import NUM_THREADS, aligned_empty, on_all_threads
+from fnad.backends.numba_cpu.threads import (NUM_THREADS, aligned_empty, on_all_threads,
+                                             run_together)
 from fnad.backends.numpy_ref.linalg import _as_matmul
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
@@ -98,23 +101,13 @@ def products_together(calls: tuple) -> list:
     works = [c[3] for c in calls]
     if blas is None or NUM_THREADS == 1 or _makespan(works) > 1.1 * sum(works) / NUM_THREADS:
         return [product(lhs, rhs) for product, lhs, rhs, _ in calls]
+    order = sorted(range(len(calls)), key=works.__getitem__, reverse=True)   # largest first
+    with _blas_at_one_thread(blas):
+        done = run_together(tuple((functools.partial(calls[c][0], alone=True), calls[c][1:3])
+                                  for c in order))
     results = [None] * len(calls)
-    order = sorted(range(len(calls)), key=works.__getitem__, reverse=True)
-    claim = itertools.count().__next__                     # atomic under the GIL
-
-    def work_on_products():
-        while (i := claim()) < len(calls):
-            c = order[i]
-            product, lhs, rhs, _ = calls[c]
-            results[c] = product(lhs, rhs, alone=True)
-    set_fn, get_fn = blas
-    with _lock:
-        before = get_fn()
-        set_fn(1)
-        try:
-            on_all_threads(work_on_products)
-        finally:
-            set_fn(before)
+    for c, out in zip(order, done):
+        results[c] = out
     return results
 
 
@@ -137,15 +130,9 @@ def matmul(a: np.ndarray, b: np.ndarray, alone: bool = False) -> np.ndarray:
     blas = blas_threads()
     if blas is None or a.dtype.kind not in "fc":
         return np.matmul(a, b)
-    set_fn, get_fn = blas
     if NUM_THREADS == 1 or math.prod(batch) * m * k * n < SMALL:
-        with _lock:                               # this thread alone; BLAS's threads stay idle
-            before = get_fn()
-            set_fn(1)
-            try:
-                return np.matmul(a, b)
-            finally:
-                set_fn(before)
+        with _blas_at_one_thread(blas):           # this thread alone; BLAS's threads stay idle
+            return np.matmul(a, b)
     out = aligned_empty(batch + (m, n), np.result_type(a, b))     # (the next kernels read it)
     pieces = CHUNKS_PER_THREAD * NUM_THREADS
     if batch:                     # chunks of batch entries, indexed in place
@@ -164,14 +151,23 @@ def matmul(a: np.ndarray, b: np.ndarray, alone: bool = False) -> np.ndarray:
             so = sa if batch else (sa[0], sb[-1])
             np.matmul(a[sa], b[sb], out=out[so])
 
+    with _blas_at_one_thread(blas):
+        on_all_threads(work_on_chunks)
+    return out
+
+
+@contextlib.contextmanager
+def _blas_at_one_thread(blas):
+    """The BLAS (`blas_threads()`: its setter and getter) at one thread for the block, under
+    _lock (one such block at a time), its thread count restored after."""
+    set_fn, get_fn = blas
     with _lock:
         before = get_fn()
         set_fn(1)
         try:
-            on_all_threads(work_on_chunks)
+            yield
         finally:
             set_fn(before)
-    return out
 
 
 def _batch_chunks(batch: tuple, pieces: int) -> list:
