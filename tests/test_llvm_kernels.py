@@ -371,6 +371,9 @@ def test_a_helper_process_compiles_a_cold_programs_kernels(helper_allowed, tmp_p
     got = jitted(x, w)
     assert translated == []
     assert llvm_kernels.compile_ahead(program._kernels, program._signatures) is None
+    monkeypatch.setenv("FNAD_LLVM_HELPER", "no")
+    with pytest.raises(ValueError, match="FNAD_LLVM_HELPER='no': expected '1'"):
+        llvm_kernels.compile_ahead(program._kernels, program._signatures)
     want = fnad.jit(f, backend="numpy")(x, w)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=1e-6)
 

@@ -340,7 +340,11 @@ def compile_ahead(kernels, signatures: dict):
     FNAD_LLVM_HELPER=0. A helper that fails costs only its help: this process compiles
     whatever is not in the cache dir when it needs it."""
     from fnad.backends.numba_cpu.threads import usable_cpus
-    if os.environ.get("FNAD_LLVM_HELPER") == "0" or usable_cpus() < 2:
+    allowed = os.environ.get("FNAD_LLVM_HELPER", "1")
+    if allowed not in ("0", "1"):
+        raise ValueError(f"FNAD_LLVM_HELPER={allowed!r}: expected '1' (a helper process "
+                         "compiles a cold program's kernels too, the default) or '0' (none)")
+    if allowed == "0" or usable_cpus() < 2:
         return None
     todo = []
     for k in kernels:
