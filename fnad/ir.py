@@ -230,7 +230,8 @@ def fingerprint(closed: ClosedJaxpr) -> bytes | None:
         form = _Fingerprint().closed(closed)
     except _Unstable:
         return None
-    return hashlib.sha256(marshal.dumps(form)).digest()
+    return hashlib.sha256(marshal.dumps(form, 2)).digest()   # (2: no references, whose
+    #                                  use depends on reference counts, only the structure)
 
 
 class _Fingerprint:
@@ -241,21 +242,25 @@ class _Fingerprint:
     def __init__(self):
         self.vars: dict[Var, int] = {}
         self.avals: dict[ShapedArray, tuple] = {}
+        self.builtin: dict[core.Primitive, bool] = {}     # fnad's own primitive (once per prim)
 
     def closed(self, c: ClosedJaxpr) -> tuple:
         return ("closed", self.jaxpr(c.jaxpr), ("tuple", *map(_stable_const, c.consts)))
 
     def jaxpr(self, j: Jaxpr) -> tuple:
-        binder, atom = self.binder, self.atom
+        binder, atom, value, builtin = self.binder, self.atom, self.value, self.builtin
         form = ["jaxpr", ("tuple", *map(binder, j.constvars)),
                 ("tuple", *map(binder, j.invars))]
         for e in j.eqns:
             prim = e.primitive
-            if core.builtin_primitive(prim.name) is not prim:
+            ok = builtin.get(prim)
+            if ok is None:
+                ok = builtin[prim] = core.builtin_primitive(prim.name) is prim
+            if not ok:
                 raise _Unstable
             params = e.params
             form.append(("eqn", prim.name,
-                         ("tuple", *[(k, self.value(params[k])) for k in sorted(params)]),
+                         ("tuple", *[(k, value(params[k])) for k in sorted(params)]),
                          ("tuple", *map(atom, e.invars)), ("tuple", *map(binder, e.outvars))))
         form.append(("tuple", *map(atom, j.outvars)))
         return tuple(form)
@@ -280,20 +285,38 @@ class _Fingerprint:
         return form
 
     def value(self, x):
+        t = type(x)
+        if t in _PLAIN:
+            return x                               # (as _stable: marshal keeps them apart)
+        if t is ClosedJaxpr:
+            return self.closed(x)
+        if t is Jaxpr:
+            return self.jaxpr(x)
+        if t is ShapedArray:
+            return self.aval(x)
+        if t is tuple and all(type(i) is int for i in x):       # axes, shapes
+            return ("tuple", *x)
         if isinstance(x, ClosedJaxpr):
             return self.closed(x)
         if isinstance(x, Jaxpr):
             return self.jaxpr(x)
-        if type(x) is ShapedArray:
-            return self.aval(x)
         return _stable(x, self.value)
 
 
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes})
+_DTYPE_FORMS: dict = {}                    # np.dtype -> _stable_dtype's form
+
+
 def _stable_dtype(dt) -> tuple:
-    dt = np.dtype(dt)
-    if dt.hasobject or dt.fields is not None:
-        raise _Unstable
-    return ("dtype", dt.name, dt.str)
+    form = _DTYPE_FORMS.get(dt)
+    if form is None:
+        d = np.dtype(dt)
+        if d.hasobject or d.fields is not None:
+            raise _Unstable
+        form = ("dtype", d.name, d.str)
+        if len(_DTYPE_FORMS) < 1024:
+            _DTYPE_FORMS[dt] = form
+    return form
 
 
 def _stable_const(c) -> tuple:

@@ -2,8 +2,10 @@
 
 `jit(f)(*args)` traces `f` at the avals of its arguments (once per cache key: input
 avals and pytree structure, static arguments, backend, config), optimizes the jaxpr
-(fnad.passes) and binds the primitive `jit_p` with it. jit_p is a primitive like any
-other, with a sub-jaxpr, so every transformation composes with jit:
+(fnad.passes) and binds the primitive `jit_p` with it. (A backend that keeps compiled
+programs on disk may find one by the jaxpr as traced, `load_traced`: an eager call in a
+new process then runs it without the passes.) jit_p is a primitive like any other, with
+a sub-jaxpr, so every transformation composes with jit:
 
     eager     compile the jaxpr with the backend (`backend.compile`, cached on the
               ClosedJaxpr) and call it on the argument buffers
@@ -190,13 +192,44 @@ def clear_caches() -> None:
 
 
 class _Entry:
-    """One traced program: the optimized jaxpr, its hoisted constants, the output tree."""
+    """One traced program: the jaxpr as traced, optimized when first needed (`closed`), its
+    hoisted constants, the output tree."""
 
-    __slots__ = ("closed", "consts", "out_tree", "_placed")
+    __slots__ = ("traced", "_closed", "consts", "out_tree", "name", "_placed", "_not_found")
 
-    def __init__(self, closed, consts, out_tree):
-        self.closed, self.consts, self.out_tree = closed, consts, out_tree
+    def __init__(self, traced, consts, out_tree, name):
+        self.traced, self.consts, self.out_tree, self.name = traced, consts, out_tree, name
+        self._closed = None
         self._placed: dict = {}
+        self._not_found: set = set()     # backends whose load_traced found no program
+
+    @property
+    def closed(self) -> ClosedJaxpr:
+        """The optimized jaxpr (fnad.passes), what jit binds and transformations take."""
+        if self._closed is None:
+            with core.gc_paused(), profiler.span(f"jit passes {self.name}"):
+                self._closed = _optimize(self.traced)
+        return self._closed
+
+    def program(self, be) -> ClosedJaxpr:
+        """The jaxpr an eager call runs on backend `be`, compiled for it: the optimized one,
+        or the jaxpr as traced where the backend found a program compiled from it before
+        (`be.load_traced`: the numba backend's disk cache, so a new process running a
+        program compiled before skips the passes)."""
+        traced, load = self.traced, getattr(be, "load_traced", None)
+        if self._closed is None and load is not None and be.name not in self._not_found:
+            if be.name not in traced.compiled:
+                fn = load(traced)
+                if fn is None:
+                    self._not_found.add(be.name)
+                else:
+                    traced.compiled[be.name] = fn
+            if be.name in traced.compiled:
+                return traced
+        closed = self.closed
+        if load is not None and be.name not in closed.compiled:
+            be.remember_traced(traced, compiled_for(closed, be))
+        return closed
 
     def consts_on(self, be) -> list:
         """The constants as Arrays of backend `be` (or its home): moved there at the first
@@ -219,9 +252,14 @@ class _Entry:
         """jit_p bound on the argument leaves `flat` (the constants on the program's backend
         when called eagerly): the output leaves."""
         consts = self.consts
-        if core._state.trace is core.eval_trace and consts:
-            consts = self.consts_on(_backend(backend))
-        return jit_p.bind(*consts, *flat, jaxpr=self.closed, name=name, backend=backend)
+        if core._state.trace is core.eval_trace:
+            be = _backend(backend)
+            jaxpr = self.program(be)
+            if consts:
+                consts = self.consts_on(be)
+        else:
+            jaxpr = self.closed
+        return jit_p.bind(*consts, *flat, jaxpr=jaxpr, name=name, backend=backend)
 
 
 class _Stage:
@@ -281,8 +319,8 @@ class _Stage:
 
 class Traced(_Stage):
     """What `jit(f).trace(*args)` returns: the program traced at these arguments' types.
-    Its `jaxpr` is already optimized (fnad's jit optimizes before it caches a trace, where
-    JAX's Traced holds the jaxpr as traced); `lower()` is the next stage."""
+    Its `jaxpr` is optimized (by fnad.passes, where JAX's Traced holds the jaxpr as
+    traced); `lower()` is the next stage."""
 
     def lower(self) -> Lowered:
         return self._next(Lowered)
@@ -411,10 +449,9 @@ class JitWrapped:
             return out_leaves
 
         with core.gc_paused(), profiler.span(f"jit trace {self.__name__}"):
-            closed, consts = trace_to_subjaxpr(flat_fun, list(avals),
+            traced, consts = trace_to_subjaxpr(flat_fun, list(avals),
                                                f"jit of {self.__name__}")
-            closed = _optimize(closed)
-        entry = _Entry(closed, consts, out_tree_box[0])
+        entry = _Entry(traced, consts, out_tree_box[0], self.__name__)
         if not any(isinstance(c, Tracer) for c in consts):   # closure over a tracer: no cache
             self._cache[key] = entry
         return entry, flat, in_tree, avals
@@ -477,13 +514,14 @@ class JitWrapped:
         static values) needs, for `__call__`'s fast path: the program, its constants on its
         backend, the outputs' avals and tree."""
         be = _backend(self.backend)
-        fn = compiled_for(entry.closed, be)
+        jaxpr = entry.program(be)
+        fn = compiled_for(jaxpr, be)
         if getattr(fn, "_checked", False):     # numba: its program, past the first-call checks
             fn = fn.run
         consts = [_to_buffer(c, be) for c in entry.consts_on(be)]     # moved there once
         single = entry.out_tree.num_leaves == 1 and tree_util.tree_structure(0) == \
             entry.out_tree
-        self._fast[key] = (fn, consts, _home(be), entry.closed.out_avals,
+        self._fast[key] = (fn, consts, _home(be), jaxpr.out_avals,
                            None if single else entry.out_tree)
 
     def trace(self, *args, **kwargs) -> Traced:

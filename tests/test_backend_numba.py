@@ -703,6 +703,63 @@ def test_disk_cache_is_reused_by_a_new_process(tmp_path):
     assert runs[0].split("sum")[1] == runs[1].split("sum")[1]
 
 
+_PASSES_SCRIPT = textwrap.dedent("""
+    import json, numpy as np
+    import fnad, fnad.numpy as jnp, fnad.passes
+    runs = []                                      # jit's passes (fnad.passes.optimize)
+    optimize = fnad.passes.optimize
+    def counted(closed, **kwargs):
+        runs.append(1)
+        return optimize(closed, **kwargs)
+    fnad.passes.optimize = counted
+    w = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    def loss(x):                                   # (* 1.0, + 0.0: what the passes remove)
+        h = jnp.tanh(x @ w) * 1.0
+        return jnp.sum(fnad.nn.softmax(h + 0.0, axis=-1) ** 3)
+    f = fnad.jit(fnad.value_and_grad(loss))
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    v, g = f(x)
+    v2, g2 = f(x + 1)
+    at_call = len(runs)
+    gg = fnad.grad(lambda x: f(x)[1].sum())(x)     # a transformation takes the optimized jaxpr
+    text = f.lower(x).as_text()
+    print(json.dumps({"passes": at_call, "after_grad": len(runs), "v": float(v),
+                      "g": np.asarray(g).tolist(), "v2": float(v2), "g2": np.asarray(g2).tolist(),
+                      "gg": np.asarray(gg).tolist(), "lowered": "# generated code" in text}))
+""")
+
+
+def test_a_new_process_skips_the_passes_of_a_program_compiled_before(tmp_path):
+    """jit's traced jaxpr finds the program compiled from it before (`load_traced`: the
+    cache dir notes which saved program it became after the passes), so a new process
+    runs it without the passes; what needs the optimized jaxpr (grad of the jitted
+    function, `lower`) runs them then. With the saved program gone the note leads nowhere
+    and the passes run as before. The numbers are the same each time."""
+    import json
+    env = dict(os.environ, FNAD_CACHE_DIR=str(tmp_path), FNAD_BACKGROUND_COMPILE="0")
+
+    def run():
+        return json.loads(subprocess.run([sys.executable, "-c", _PASSES_SCRIPT], env=env,
+                                         check=True, capture_output=True, text=True,
+                                         timeout=300).stdout)
+    cold = run()
+    assert cold["passes"] >= 1 and cold["lowered"]
+    notes = list(tmp_path.glob("fnad_traced_*"))
+    assert len(notes) == 1, notes                 # one program (two calls at one shape)
+    program = tmp_path / f"fnad_program_{notes[0].read_text()}.pkl"
+    assert program.exists()
+    warm = run()
+    assert warm["passes"] == 0, warm              # both calls ran without the passes
+    assert warm["after_grad"] >= 1 and warm["lowered"]
+    program.unlink()
+    again = run()
+    assert again["passes"] >= 1
+    for r in (warm, again):
+        for k in ("v", "g", "v2", "g2", "gg"):
+            assert r[k] == cold[k], (k, r, cold)
+    assert program.exists()                       # generated and saved again
+
+
 _WARM_SCRIPT = textwrap.dedent("""
     import time, numpy as np
     import fnad, fnad.numpy as jnp

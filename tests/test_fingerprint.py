@@ -158,3 +158,19 @@ def test_anything_but_a_closed_jaxpr_is_a_type_error():
         fingerprint(closed.jaxpr)
     with pytest.raises(TypeError, match="got function"):
         fingerprint(jnp.sin)
+
+
+def test_the_digest_depends_on_the_program_not_on_shared_objects(monkeypatch):
+    """The form is serialized without marshal's references, whose use depends on reference
+    counts: whether a part of it is also held elsewhere (the dtype forms' cache) must not
+    change the digest."""
+    from fnad import ir
+
+    class Forgetful(dict):                    # a cache that keeps nothing
+        def __setitem__(self, key, value):
+            pass
+    closed = fnad.make_jaxpr(lambda x, i: (jnp.sin(x) * 2, i + 1))(X, np.int32(3))
+    cached = fingerprint(closed)
+    assert ir._DTYPE_FORMS                    # the forms held by the cache too
+    monkeypatch.setattr(ir, "_DTYPE_FORMS", Forgetful())
+    assert fingerprint(closed) == cached

@@ -7,8 +7,9 @@ which splits large products into chunks run by the backend's threads (gemm.py; s
 ragged_dot_general's per-group products), and
 conv_general_dilated, whose patches a numba kernel writes on those threads (conv.py).
 `compile(closed)` turns a whole jaxpr into one generated Python module compiled with
-numba (codegen.py). Importing this package does not import
-numba; compiling does.
+numba (codegen.py); `load_traced(traced)` finds such a program on disk by the jaxpr jit
+traced, before jit's passes, so that a new process need not run them. Importing this
+package does not import numba; compiling does.
 """
 from __future__ import annotations
 
@@ -59,3 +60,16 @@ _register()
 def compile(closed):
     from fnad.backends.numba_cpu.codegen import compile_jaxpr
     return compile_jaxpr(closed)
+
+
+def load_traced(traced):
+    """The program compiled before for the jaxpr jit traced (before its passes), read back
+    from the disk cache, or None (codegen.load_traced)."""
+    from fnad.backends.numba_cpu.codegen import load_traced
+    return load_traced(traced)
+
+
+def remember_traced(traced, compiled) -> None:
+    """Note on disk that `traced` compiles to `compiled` (codegen.remember_traced)."""
+    from fnad.backends.numba_cpu.codegen import remember_traced
+    remember_traced(traced, compiled)

@@ -94,23 +94,81 @@ def compile_jaxpr(closed: ClosedJaxpr):
     return Compiled(closed, *_build(closed, backend, fuse=True))
 
 
+def load_traced(traced: ClosedJaxpr):
+    """The program compiled before, in any process, for the jaxpr that jit traced as
+    `traced` (before its passes: `remember_traced` noted which saved program that was),
+    read back from the cache dir; None where there is none. A new process running a program
+    generated before so skips the passes and the optimized jaxpr's fingerprint (about 35-60
+    ms of the GPT step's warm-cache first call against the traced jaxpr's 15-20)."""
+    from fnad.backends import numba_cpu as backend
+    if config.jax_debug_nans or config.jax_debug_infs:
+        return None
+    key = _traced_key(traced)
+    if key is None:
+        return None
+    try:
+        program_key = (cache_dir() / f"fnad_traced_{key}").read_text()
+    except OSError:
+        return None
+    saved = _saved(program_key, backend)
+    if saved is None:
+        return None
+    return Compiled(traced, *_loaded(*saved), key=program_key)
+
+
+def remember_traced(traced: ClosedJaxpr, compiled) -> None:
+    """Note in the cache dir that jit's traced jaxpr `traced` compiles, after its passes,
+    to the saved program `compiled` (compile_jaxpr's result; `load_traced` reads it back)."""
+    program_key = getattr(compiled, "key", None)
+    if program_key is None:                  # not saved (no fingerprint, debug_nans)
+        return
+    key = _traced_key(traced)
+    if key is not None:
+        try:
+            _replace(cache_dir() / f"fnad_traced_{key}", program_key.encode())
+        except OSError:
+            pass                             # a read-only cache dir: the passes run again
+
+
+_last_traced: tuple = (None, None)          # (a traced jaxpr, its _traced_key)
+
+
+def _traced_key(traced: ClosedJaxpr) -> str | None:
+    """_program_key of jit's traced jaxpr, computed once for load_traced and remember_traced
+    of the same one (a fingerprint of the GPT step's takes 15-20 ms)."""
+    global _last_traced
+    last, key = _last_traced
+    if last is not traced:
+        from fnad.backends import numba_cpu as backend
+        key = _program_key(traced, backend, fuse=True)
+        _last_traced = (traced, key)
+    return key
+
+
 def _build(closed: ClosedJaxpr, backend, fuse: bool):
-    """(run, source, kernels, signatures): the generated program, its kernels imported
-    (numba dispatchers, compiled lazily) and the argument types they are called with.
+    """(run, source, kernels, signatures, key): the generated program, its kernels imported
+    (numba dispatchers, compiled lazily), the argument types they are called with, and the
+    key it is saved under in the cache dir (None where it is not saved).
 
     A program generated before, in this process or another, is read back from the cache
     dir (`_saved`) instead: generating the GPT step's took about 60-100 ms of a warm-cache
     first call."""
     key = _program_key(closed, backend, fuse)
     saved = _saved(key, backend) if key is not None else None
-    if saved is not None:
-        driver, kernels, K, signatures = saved
-    else:
+    if saved is None:
         m = _ModuleBuilder(backend, fuse)
         m.function(closed.jaxpr, closed.consts, "run")
-        driver, kernels, K, signatures = m.driver_source(), m.kernels, m.K, m.signatures
+        saved = m.driver_source(), m.kernels, m.K, m.signatures
         if key is not None and m.recipes is not None:
-            _save(key, (driver, kernels, m.recipes, signatures))
+            _save(key, (saved[0], saved[1], m.recipes, saved[3]))
+        else:
+            key = None
+    return *_loaded(*saved), key
+
+
+def _loaded(driver: str, kernels: dict, K: list, signatures: dict):
+    """(run, source, kernels, signatures) of a generated program: its kernels loaded, its
+    driver's `make` called on K."""
     from fnad.backends.numba_cpu import llvm_kernels
     namespace = {name: load_kernel(name, src) for name, src in kernels.items()}
     run = load_driver(driver, namespace, llvm_kernels.ENABLED)(K)
@@ -162,8 +220,8 @@ class Compiled:
     (runtime.load_cached). With `config.jax_background_compile` (the default) a program with
     kernels to compile starts child processes that compile them into the disk cache
     (precompile.py; several where there are CPUs and kernels enough) and, until they are
-    done, runs on the NumPy interpreter (numpy_ref/compile.py: the same optimized jaxpr,
-    equation by equation); a thread of this process loads each kernel from the disk cache as
+    done, runs on the NumPy interpreter (numpy_ref/compile.py: the jaxpr it was compiled
+    from, equation by equation); a thread of this process loads each kernel from the disk cache as
     soon as a child has it there (precompile.load_when_compiled), and the first call after
     the children are done runs the generated program. `wait()` blocks until the children are
     done and the kernels loaded. A program whose kernels are loaded or on disk (marker files
@@ -177,11 +235,12 @@ class Compiled:
     it) in which case the error is raised.
     """
 
-    __slots__ = ("run", "source", "_closed", "_checked", "_kernels", "_signatures", "_job",
-                 "_interp", "_loader", "_helper")
+    __slots__ = ("run", "source", "key", "_closed", "_checked", "_kernels", "_signatures",
+                 "_job", "_interp", "_loader", "_helper")
 
-    def __init__(self, closed, run, source: str, kernels=(), signatures=None):
+    def __init__(self, closed, run, source: str, kernels=(), signatures=None, key=None):
         self.run, self.source, self._closed = run, source, closed
+        self.key = key                   # the name it is saved under in the cache dir, if any
         self._kernels, self._signatures = tuple(kernels), signatures or {}
         self._checked, self._job, self._interp, self._loader = False, None, None, None
         self._helper = None              # llvm_kernels.compile_ahead's process, if any
