@@ -760,6 +760,46 @@ def test_a_new_process_skips_the_passes_of_a_program_compiled_before(tmp_path):
     assert program.exists()                       # generated and saved again
 
 
+def test_a_note_that_leads_nowhere_or_cannot_be_written_costs_only_the_passes(tmp_path,
+                                                                              monkeypatch):
+    """In one process, a new jit of the same function finds its program by the note
+    (`load_traced`: no passes); a note naming no saved program, or a cache dir where the note
+    cannot be written, leaves the passes to run as before, with the same numbers."""
+    from fnad.backends.numba_cpu import codegen
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+
+    def f(x):
+        return jnp.sum(jnp.tanh(x) * 2.0 + 0.0, axis=1), x.T @ x
+
+    def call():
+        g = fnad.jit(f, backend="numba")
+        out = g(x)
+        entry, = g._cache.values()
+        return out, entry._closed is not None          # whether the passes ran
+    want, passes = call()
+    assert passes
+    note, = tmp_path.glob("fnad_traced_*")
+    again, passes = call()
+    assert not passes                                   # found by the note
+    note.write_text("no such program")
+    third, passes = call()
+    assert passes
+    note.unlink()
+    replace = codegen._replace
+
+    def refuse_notes(path, data):
+        if path.name.startswith("fnad_traced_"):
+            raise PermissionError(13, "read-only", str(path))
+        replace(path, data)
+    monkeypatch.setattr(codegen, "_replace", refuse_notes)
+    fourth, passes = call()
+    assert passes and not list(tmp_path.glob("fnad_traced_*"))
+    for out in (again, third, fourth):
+        for a, b in zip(out, want):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 _WARM_SCRIPT = textwrap.dedent("""
     import time, numpy as np
     import fnad, fnad.numpy as jnp
