@@ -288,10 +288,6 @@ class _Fingerprint:
         t = type(x)
         if t in _PLAIN:
             return x                               # (as _stable: marshal keeps them apart)
-        if t is ClosedJaxpr:
-            return self.closed(x)
-        if t is Jaxpr:
-            return self.jaxpr(x)
         if t is ShapedArray:
             return self.aval(x)
         if t is tuple and all(type(i) is int for i in x):       # axes, shapes

@@ -30,6 +30,8 @@
               running the same program reads it back instead of generating it again.
               Programs without a fingerprint (a user's primitive, a callback) and those
               whose K holds something no other process can rebuild are not saved.
+              `<cache>/fnad_traced_<key>` names the saved program that jit's jaxpr as
+              traced (before its passes) became: `load_traced` finds it by that.
 
 The cache dir is `$FNAD_CACHE_DIR`, else the `jax_compilation_cache_dir` option, else
 ~/.cache/fnad/numba. The callable returned has
