@@ -4,6 +4,8 @@ BLAS thread count is restored, and every dot_general layout goes through the sam
 as the NumPy reference (backends/numpy_ref/linalg.py `_as_matmul`)."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -80,6 +82,72 @@ def test_layouts_match_einsum(ls, rs, dn):
     np.testing.assert_allclose(_dot_general(lhs, rhs, **params), want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(gemm.dot_general(lhs, rhs, **params), want,
                                rtol=1e-12, atol=1e-12)
+
+
+# ---- a product planned once for its operands' shapes (gemm.Product) ------------------------
+PLANNED = DIMS + [
+    ((3, 5), (4, 5), (((1,), (1,)), ((), ()))),                      # x @ W^T: a swap
+    ((5, 2, 3), (2, 5, 4), (((0,), (1,)), ((1,), (0,)))),           # permuted: a copy
+    ((), (), (((), ()), ((), ()))),                                  # scalars
+    ((64, 512), (512, 160), (((1,), (0,)), ((), ()))),               # >= SMALL: chunked
+]
+
+
+@pytest.mark.parametrize("ls,rs,dn", PLANNED)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_planned_product_equals_dot_general_bit_for_bit(ls, rs, dn, dtype):
+    """Product (the layout decided once) returns what dot_general returns, every bit, for
+    contiguous operands, transposed views of them, whole products on one thread (alone)
+    and NumPy scalars; the BLAS's thread count is restored."""
+    lhs, rhs = rand(*ls, dtype=dtype), rand(*rs, dtype=dtype)
+    params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
+    product = gemm.Product(ls, np.dtype(dtype), rs, np.dtype(dtype), **params)
+    blas = gemm.blas_threads()
+    before = blas[1]() if blas else None
+    def other_strides(x):                        # a Fortran-ordered copy (rank >= 2)
+        return np.asfortranarray(x) if x.ndim >= 2 else x
+    for a, b in [(lhs, rhs), (other_strides(lhs), other_strides(rhs)),
+                 (lhs[()] if not ls else lhs, rhs[()] if not rs else rhs)]:
+        want = gemm.dot_general(a, b, **params)
+        got = product(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    with gemm._blas_at_one_thread(blas) if blas else contextlib.nullcontext():
+        alone = product(lhs, rhs, alone=True)
+        np.testing.assert_array_equal(alone, gemm.dot_general(lhs, rhs, alone=True, **params))
+    if blas:
+        assert blas[1]() == before
+
+
+def test_a_planned_product_casts_as_dot_general():
+    """float16/bfloat16 accumulate in float32 and come back in their dtype; mixed dtypes
+    and preferred_element_type give dot_general's result dtype (and its values)."""
+    import ml_dtypes
+    dn = (((1,), (0,)), ((), ()))
+    cases = [(np.float16, np.float16, None), (ml_dtypes.bfloat16, ml_dtypes.bfloat16, None),
+             (np.float16, np.float16, np.dtype(np.float32)), (np.int8, np.int8, None),
+             (np.int32, np.int32, np.dtype(np.int64)), (np.float32, np.float32,
+                                                        np.dtype(np.float64))]
+    for ldt, rdt, pref in cases:
+        lhs = (rand(6, 7) * 4).astype(ldt)
+        rhs = (rand(7, 3) * 4).astype(rdt)
+        params = dict(dimension_numbers=dn, precision=None, preferred_element_type=pref)
+        product = gemm.Product(lhs.shape, lhs.dtype, rhs.shape, rhs.dtype, **params)
+        want, got = gemm.dot_general(lhs, rhs, **params), product(lhs, rhs)
+        assert got.dtype == want.dtype, (ldt, rdt, pref)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_planned_product_decides_its_layout_once():
+    """The three ways an operand becomes a matrix, decided from the shapes alone."""
+    def how(ls, rs, dn):
+        p = gemm.Product(ls, np.dtype(np.float32), rs, np.dtype(np.float32),
+                         dimension_numbers=dn)
+        return p.lhs[0], p.rhs[0]
+    assert how((8, 16, 32), (32, 24), (((2,), (0,)), ((), ()))) == (0, 0)      # reshapes
+    assert how((8, 16, 24), (32, 24), (((2,), (1,)), ((), ()))) == (0, 1)      # W^T: a swap
+    assert how((8, 16, 32), (8, 16, 24), (((0, 1), (0, 1)), ((), ()))) == (1, 0)
+    assert how((2, 16, 4, 8), (2, 4, 8, 16), (((3,), (2,)), ((0, 2), (0, 1)))) == (2, 0)
 
 
 def test_weight_gradient_layout_copies_nothing():

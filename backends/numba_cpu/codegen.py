@@ -920,10 +920,17 @@ class _Driver:
             raise core.no_impl_error(prim, self.m.backend.name)
 
     def impl(self, eqn) -> str:
-        """The name of the backend's impl of `eqn` with its params bound (a K constant)."""
-        impl = self.m.backend.impl_rules[eqn.primitive]
+        """The name of the backend's impl of `eqn` with its params bound (a K constant);
+        for the backend's own dot_general, a gemm.Product planned for the operands' shapes
+        (the layout decided here, not at every call)."""
+        prim = eqn.primitive
+        impl = self.m.backend.impl_rules[prim]
+        if prim is _linalg.dot_general_p and impl is _backend_dot_general():
+            recipe = ("product", *((tuple(a.aval.shape), a.aval.dtype) for a in eqn.invars),
+                      eqn.params)
+            return self.m.const(_rebuilt(recipe, self.m.backend), recipe)
         return self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
-                            ("impl", eqn.primitive, eqn.params))
+                            ("impl", prim, eqn.params))
 
     def call(self, fn: str, ins: list, eqn, multi: bool | None = None):
         multi = eqn.primitive.multiple_results if multi is None else multi
@@ -992,6 +999,12 @@ class _Driver:
 
 def _never(eqn) -> bool:
     return False
+
+
+def _backend_dot_general():
+    """The numba backend's own dot_general impl (gemm.py's), which a Product replaces."""
+    from fnad.backends.numba_cpu import _dot_general
+    return _dot_general
 
 
 _np_dtypes: dict = {}                       # dtype -> _np_dtype(dtype) (dtype.name is slow)
@@ -1129,6 +1142,13 @@ def _rebuilt(recipe: tuple, backend):
         _, prim, params = recipe
         impl = backend.impl_rules[prim]
         return functools.partial(impl, **params) if params else impl
+    if kind == "product":                      # dot_general planned for its operands
+        _, (lhs_shape, lhs_dtype), (rhs_shape, rhs_dtype), params = recipe
+        impl = backend.impl_rules[_linalg.dot_general_p]
+        if impl is not _backend_dot_general():     # replaced since: the impl as it is now
+            return functools.partial(impl, **params)
+        from fnad.backends.numba_cpu.gemm import Product
+        return Product(lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, **params)
     if kind == "array":
         _, value, writeable = recipe
         value.flags.writeable = writeable
