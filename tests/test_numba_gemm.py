@@ -139,15 +139,17 @@ def test_a_planned_product_casts_as_dot_general():
 
 
 def test_a_planned_product_decides_its_layout_once():
-    """The three ways an operand becomes a matrix, decided from the shapes alone."""
+    """The ways an operand becomes a matrix, decided from the shapes alone: as it is (-1),
+    a reshape (0), a reshape and a swap (1), a transpose and a reshape (2)."""
     def how(ls, rs, dn):
         p = gemm.Product(ls, np.dtype(np.float32), rs, np.dtype(np.float32),
                          dimension_numbers=dn)
         return p.lhs[0], p.rhs[0]
-    assert how((8, 16, 32), (32, 24), (((2,), (0,)), ((), ()))) == (0, 0)      # reshapes
+    assert how((16, 32), (32, 24), (((1,), (0,)), ((), ()))) == (-1, -1)      # as they are
+    assert how((8, 16, 32), (32, 24), (((2,), (0,)), ((), ()))) == (0, -1)     # a reshape
     assert how((8, 16, 24), (32, 24), (((2,), (1,)), ((), ()))) == (0, 1)      # W^T: a swap
     assert how((8, 16, 32), (8, 16, 24), (((0, 1), (0, 1)), ((), ()))) == (1, 0)
-    assert how((2, 16, 4, 8), (2, 4, 8, 16), (((3,), (2,)), ((0, 2), (0, 1)))) == (2, 0)
+    assert how((2, 16, 4, 8), (2, 4, 8, 16), (((3,), (2,)), ((0, 2), (0, 1)))) == (2, -1)
 
 
 def test_weight_gradient_layout_copies_nothing():
@@ -234,3 +236,98 @@ def test_jit_runs_a_weights_two_gradient_products_together():
     want = fnad.jit(fnad.grad(loss, argnums=(0, 1)), backend="numpy")(w, x)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-4)
+
+
+# ---- the BLAS at one thread around a compiled loop (gemm.one_blas_thread) -------------------
+def _settable_blas():
+    blas = gemm.blas_threads()
+    if blas is None:
+        pytest.skip("no OpenBLAS with a settable thread count in this process (macOS "
+                    "Accelerate, MKL): one_blas_thread leaves the BLAS as it is")
+    return blas
+
+
+def test_one_blas_thread_sections_nest_overlap_and_restore():
+    """The BLAS stays at one thread while any section is open, in this thread or another;
+    the count it had comes back when the last one closes (also after an exception)."""
+    import threading
+    blas = _settable_blas()
+    before = blas[1]()
+    blas[0](2)
+    try:
+        with gemm.one_blas_thread:
+            assert blas[1]() == 1
+            with gemm.one_blas_thread:
+                assert blas[1]() == 1
+            assert blas[1]() == 1
+            entered, leave = threading.Event(), threading.Event()
+
+            def other():                   # opens while this one is open, closes after it
+                with gemm.one_blas_thread:
+                    entered.set()
+                    leave.wait(10)
+            t = threading.Thread(target=other)
+            t.start()
+            assert entered.wait(10)
+        assert blas[1]() == 1              # the other thread's section is still open
+        leave.set()
+        t.join(10)
+        assert blas[1]() == 2
+        with pytest.raises(RuntimeError, match="inside"):
+            with gemm.one_blas_thread:
+                raise RuntimeError("inside a section")
+        assert blas[1]() == 2
+    finally:
+        blas[0](before)
+
+
+def test_a_compiled_loops_products_run_with_the_blas_at_one_thread():
+    """A scan and a while loop whose bodies multiply matrices: the products inside see the
+    BLAS at one thread (a callback in the body reads the count), the count is restored
+    after the loop, also when the body raises, and the results equal the NumPy reference's."""
+    import fnad
+    import fnad.numpy as fnp
+    from fnad import lax
+    blas = _settable_blas()
+    before = blas[1]()
+    blas[0](2)
+    seen = []
+
+    def count(x):
+        seen.append(blas[1]())
+        return x
+
+    def rnn(w, xs):
+        def cell(h, x):
+            h = fnp.tanh(x @ w + h @ w)
+            return fnad.pure_callback(count, h, h), h
+        return lax.scan(cell, fnp.zeros((4, 8), fnp.float32), xs)
+
+    def power(w):
+        return lax.while_loop(lambda c: c[0] < 3,
+                              lambda c: (c[0] + 1, fnp.tanh(c[1] @ w)),
+                              (0, fnp.ones((8, 8), fnp.float32)))[1]
+    w, xs = rand(8, 8) * 0.3, rand(5, 4, 8)
+    try:
+        got = fnad.jit(rnn, backend="numba")(w, xs)
+        assert seen and set(seen) == {1} and blas[1]() == 2
+        assert "with one_blas_thread:" in fnad.jit(rnn, backend="numba").lower(w, xs).source
+        want = fnad.jit(rnn, backend="numpy")(w, xs)
+        for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(fnad.jit(power, backend="numba")(w)),
+                                   np.asarray(fnad.jit(power, backend="numpy")(w)),
+                                   rtol=1e-5, atol=1e-6)
+        assert blas[1]() == 2
+
+        def fails(x):
+            raise ValueError("raised in the loop body")
+
+        def bad(w, xs):
+            return lax.scan(lambda h, x: (fnad.pure_callback(fails, h, x @ w + h), None),
+                            fnp.zeros((4, 8), fnp.float32), xs)[0]
+        with pytest.raises(ValueError, match="raised in the loop body"):
+            fnad.jit(bad, backend="numba")(w, xs)
+        assert blas[1]() == 2
+    finally:
+        blas[0](before)

@@ -973,13 +973,14 @@ class _Driver:
             self.line(f"{y} = np.empty({(length,) + tuple(a.shape)!r}, {_np_dtype(a.dtype)})")
         i, r = self.fresh("i"), self.fresh("r")
         steps = f"range({length} - 1, -1, -1)" if p["reverse"] else f"range({length})"
-        self.line(f"for {i} in {steps}:")
+        self.line("with one_blas_thread:  # the body's products: gemm.one_blas_thread")
+        self.line(f"for {i} in {steps}:", 3)
         args = consts + cs + [f"{x}[{i}]" for x in xs]
-        self.line(f"{r} = {body}({', '.join(args)})", 3)
+        self.line(f"{r} = {body}({', '.join(args)})", 4)
         for k, c in enumerate(cs):
-            self.line(f"{c} = {r}[{k}]", 3)
+            self.line(f"{c} = {r}[{k}]", 4)
         for k, y in enumerate(ys):
-            self.line(f"{y}[{i}] = {r}[{nk + k}]", 3)
+            self.line(f"{y}[{i}] = {r}[{nk + k}]", 4)
         self._assign(eqn, ", ".join(cs + ys) + ("," if len(cs + ys) == 1 else ""))
 
     def while_(self, eqn, ins):
@@ -991,9 +992,10 @@ class _Driver:
         cs = [self.fresh("c") for _ in carry]
         for c, init in zip(cs, carry):
             self.line(f"{c} = {init}")
-        self.line(f"while {cfn}({', '.join(cc + cs)})[0]:")
+        self.line("with one_blas_thread:  # the body's products: gemm.one_blas_thread")
+        self.line(f"while {cfn}({', '.join(cc + cs)})[0]:", 3)
         lhs = "".join(c + ", " for c in cs)
-        self.line(f"{lhs}= {bfn}({', '.join(bc + cs)})", 3)
+        self.line(f"{lhs}= {bfn}({', '.join(bc + cs)})", 4)
         self._assign(eqn, ", ".join(cs) + ("," if len(cs) == 1 else ""))
 
 
@@ -1225,11 +1227,11 @@ def load_driver(src: str, kernels: dict, llvm: bool = False):
     if make is None:
         path = cache_dir() / f"fnad_driver_{sha}.py"
         _write(path, src)
-        from fnad.backends.numba_cpu.gemm import products_together
+        from fnad.backends.numba_cpu.gemm import one_blas_thread, products_together
         from fnad.backends.numba_cpu.threads import (aligned_empty, run_threaded, run_together,
                                                      strided, writable, writable_flat)
         namespace = dict(kernels, np=np, aligned_empty=aligned_empty,
-                         products_together=products_together,
+                         one_blas_thread=one_blas_thread, products_together=products_together,
                          run_threaded=run_threaded, run_together=run_together,
                          strided=strided, writable=writable, writable_flat=writable_flat,
                          __name__=f"fnad_driver_{sha}")

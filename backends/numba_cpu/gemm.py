@@ -105,7 +105,8 @@ class Product:
     runs them. Called with `alone=True` by products_together. Operands of other dtypes than
     planned are cast as dot_general would."""
 
-    __slots__ = ("cdt", "lhs", "rhs", "out_shape", "out_dtype", "small", "blas", "__weakref__")
+    __slots__ = ("cdt", "lhs", "rhs", "out_shape", "reshape_out", "scalars", "out_dtype",
+                 "small", "blas", "__weakref__")
 
     def __init__(self, lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, *, dimension_numbers,
                  precision=None, preferred_element_type=None):
@@ -123,10 +124,12 @@ class Product:
         m = math.prod(lhs_shape[i] for i in lf)
         k = math.prod(lhs_shape[i] for i in lc)
         n = math.prod(rhs_shape[i] for i in rf)
-        self.lhs = _layout(tuple(lb), lf, tuple(lc), batch, m, k, nl)
-        self.rhs = _layout(tuple(rb), tuple(rc), rf, batch, k, n, nr)
+        self.lhs = _layout(tuple(lb), lf, tuple(lc), batch, m, k, tuple(lhs_shape))
+        self.rhs = _layout(tuple(rb), tuple(rc), rf, batch, k, n, tuple(rhs_shape))
         self.out_shape = (batch + tuple(lhs_shape[i] for i in lf)
                           + tuple(rhs_shape[i] for i in rf))
+        self.reshape_out = self.out_shape != batch + (m, n)
+        self.scalars = not (nl and nr)        # a 0-d buffer may be a NumPy scalar
         self.blas = blas_threads() if self.cdt.kind in "fc" else None
         self.small = NUM_THREADS == 1 or math.prod(batch) * m * k * n < SMALL
 
@@ -135,44 +138,51 @@ class Product:
                 f"out={self.out_shape} {self.out_dtype}, small={self.small})")
 
     def __call__(self, lhs, rhs, alone=False):
+        if self.scalars:
+            lhs, rhs = np.asarray(lhs), np.asarray(rhs)
         cdt = self.cdt
-        lhs, rhs = np.asarray(lhs), np.asarray(rhs)          # buffers may be NumPy scalars
         if lhs.dtype != cdt:
             lhs = lhs.astype(cdt)
         if rhs.dtype != cdt:
             rhs = rhs.astype(cdt)
         how, shape, perm = self.lhs
-        a = lhs.reshape(shape) if how == 0 else (
+        a = lhs if how < 0 else lhs.reshape(shape) if how == 0 else (
             lhs.reshape(shape).swapaxes(-1, -2) if how == 1 else
             lhs.transpose(perm).reshape(shape))
         how, shape, perm = self.rhs
-        b = rhs.reshape(shape) if how == 0 else (
+        b = rhs if how < 0 else rhs.reshape(shape) if how == 0 else (
             rhs.reshape(shape).swapaxes(-1, -2) if how == 1 else
             rhs.transpose(perm).reshape(shape))
         if alone or not self.small or self.blas is None:
             out = matmul(a, b, alone=alone)
         else:                                     # matmul's small path, without its checks
             set_fn, get_fn = self.blas
-            with _lock:
-                before = get_fn()
-                set_fn(1)
-                try:
-                    out = np.matmul(a, b)
-                finally:
-                    set_fn(before)
-        out = out.reshape(self.out_shape)
+            if get_fn() == 1:                     # (inside one_blas_thread: 0.1 us, not 2)
+                out = np.matmul(a, b)
+            else:
+                with _lock:
+                    before = get_fn()
+                    set_fn(1)
+                    try:
+                        out = np.matmul(a, b)
+                    finally:
+                        set_fn(before)
+        if self.reshape_out:
+            out = out.reshape(self.out_shape)
         return out if out.dtype == self.out_dtype else out.astype(self.out_dtype)
 
 
-def _layout(bdims, first, second, batch, rows, cols, ndim) -> tuple:
-    """(how, shape, perm): an operand as a [batch.., rows, cols] array whose rows merge the
-    dims `first` and columns the dims `second` (numpy_ref.linalg._operand, decided once):
-    how 0: x.reshape(shape); 1: x.reshape(shape).swapaxes(-1, -2) (a transposed matrix);
-    2: x.transpose(perm).reshape(shape)."""
-    nb = len(bdims)
+def _layout(bdims, first, second, batch, rows, cols, shape) -> tuple:
+    """(how, shape, perm): an operand of `shape` as a [batch.., rows, cols] array whose rows
+    merge the dims `first` and columns the dims `second` (numpy_ref.linalg._operand, decided
+    once): how -1: x as it is (already that shape); 0: x.reshape(shape); 1:
+    x.reshape(shape).swapaxes(-1, -2) (a transposed matrix); 2:
+    x.transpose(perm).reshape(shape)."""
+    nb, ndim = len(bdims), len(shape)
     if bdims == tuple(range(nb)):
         if first + second == tuple(range(nb, ndim)):
-            return 0, batch + (rows, cols), None
+            target = batch + (rows, cols)
+            return (-1 if target == shape else 0), target, None
         if second + first == tuple(range(nb, ndim)):
             return 1, batch + (cols, rows), None
     return 2, batch + (rows, cols), (*bdims, *first, *second)
@@ -244,6 +254,42 @@ def matmul(a: np.ndarray, b: np.ndarray, alone: bool = False) -> np.ndarray:
     with _blas_at_one_thread(blas):
         on_all_threads(work_on_chunks)
     return out
+
+
+class _OneBlasThread:
+    """`with one_blas_thread:` keeps the BLAS (where its thread count can be set) at one
+    thread while the block runs, and while any other thread's such block runs (a count of
+    open blocks; the first to open saves the BLAS's count, the last to close restores it).
+    The compiled drivers run their loops (scan, while) inside one: each small product of
+    the body then finds the BLAS at one thread and runs as it is, where setting and
+    restoring the count around it took 2 us (half of a [32, 64] @ [64, 32] product's time
+    through Product)."""
+
+    def __init__(self):
+        self.open = 0
+        self.saved = None
+
+    def __enter__(self):
+        blas = blas_threads()
+        if blas is not None:
+            with _lock:
+                if self.open == 0:
+                    self.saved = blas[1]()
+                    blas[0](1)
+                self.open += 1
+        return self
+
+    def __exit__(self, *exc):
+        blas = _BLAS
+        if blas is not None:
+            with _lock:
+                self.open -= 1
+                if self.open == 0:
+                    blas[0](self.saved)
+        return False
+
+
+one_blas_thread = _OneBlasThread()
 
 
 @contextlib.contextmanager
