@@ -5,6 +5,7 @@ as the NumPy reference (backends/numpy_ref/linalg.py `_as_matmul`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 import pytest
@@ -330,4 +331,38 @@ def test_a_compiled_loops_products_run_with_the_blas_at_one_thread():
             fnad.jit(bad, backend="numba")(w, xs)
         assert blas[1]() == 2
     finally:
+        blas[0](before)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork: POSIX only")
+def test_a_forked_child_starts_with_no_section_open():
+    """Forked while another thread's section is open: in the child (which has only the
+    forking thread) the BLAS's count is back to what it was, and sections open and close."""
+    import threading
+    blas = _settable_blas()
+    before = blas[1]()
+    blas[0](2)
+    entered, leave = threading.Event(), threading.Event()
+
+    def other():
+        with gemm.one_blas_thread:
+            entered.set()
+            leave.wait(10)
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        assert entered.wait(10) and blas[1]() == 1
+        pid = os.fork()
+        if pid == 0:                                   # the child
+            ok = blas[1]() == 2 and gemm.one_blas_thread.open == 0
+            with gemm.one_blas_thread:
+                ok = ok and blas[1]() == 1
+            ok = ok and blas[1]() == 2
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert blas[1]() == 1                          # here the section is still open
+    finally:
+        leave.set()
+        t.join(10)
         blas[0](before)

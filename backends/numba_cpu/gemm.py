@@ -32,6 +32,7 @@ import ctypes
 import functools
 import itertools
 import math
+import os
 import threading
 
 import numpy as np
@@ -283,13 +284,29 @@ class _OneBlasThread:
         blas = _BLAS
         if blas is not None:
             with _lock:
-                self.open -= 1
-                if self.open == 0:
-                    blas[0](self.saved)
+                if self.open > 0:              # (0: a section closing in a forked child)
+                    self.open -= 1
+                    if self.open == 0:
+                        blas[0](self.saved)
         return False
 
 
 one_blas_thread = _OneBlasThread()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has only the forking thread: the other threads' sections will never
+    close there, and a lock they held would never be released. The child starts with no
+    section open, the BLAS's count as it was before the sections, and a new lock."""
+    global _lock
+    _lock = threading.Lock()
+    if one_blas_thread.open and _BLAS is not None:
+        _BLAS[0](one_blas_thread.saved)
+    one_blas_thread.open = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @contextlib.contextmanager
