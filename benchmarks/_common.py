@@ -70,6 +70,18 @@ def torch_sgd_step(torch, loss, lr: float):
     return step
 
 
+def torch_rounds(torch, tstep, params: dict, batch: tuple, fnad_call, losses: dict,
+                 repeat: int, number: int) -> dict:
+    """PyTorch eager's step `tstep` (torch_sgd_step's signature) from the same NumPy params
+    and batch: its loss goes into `losses["torch eager"]`, and it is timed against
+    `fnad_call` in rounds (`rounds`: {"fnad.jit": [...], "torch eager": [...]})."""
+    pt = {k: torch.tensor(v).requires_grad_() for k, v in params.items()}
+    tb = [torch.tensor(b) for b in batch]
+    losses["torch eager"] = float(tstep(pt, *tb)[1])
+    return rounds({"fnad.jit": fnad_call, "torch eager": lambda: tstep(pt, *tb)},
+                  repeat, number)
+
+
 def check_losses(losses: dict, ref: str = "fnad.jit", tol: float = 1e-4) -> None:
     """Print each implementation's loss; exit with an error if one differs from `ref`'s."""
     print("loss: " + ", ".join(f"{impl} {v:.6f}" for impl, v in losses.items()))

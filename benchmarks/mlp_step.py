@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
-                     torch_sgd_step)
+                     torch_rounds, torch_sgd_step)
 
 import fnad
 import fnad.numpy as fnp
@@ -74,12 +74,8 @@ def main() -> None:
     times = rounds(calls, ROUNDS, NUMBER)
     torch = optional("torch")                     # imported after fnad and jax are timed
     if torch is not None:
-        tstep = make_torch_step(torch)
-        pt = {k: torch.tensor(v).requires_grad_() for k, v in params.items()}
-        xt, yt = torch.tensor(x), torch.tensor(y)
-        losses["torch eager"] = float(tstep(pt, xt, yt)[1])
-        vs_torch = rounds({"fnad.jit": calls["fnad.jit"],
-                           "torch eager": lambda: tstep(pt, xt, yt)}, ROUNDS, NUMBER)
+        vs_torch = torch_rounds(torch, make_torch_step(torch), params, (x, y),
+                                calls["fnad.jit"], losses, ROUNDS, NUMBER)
     rows = []
     if jax is not None:
         rows.append(("MLP step, batch 256", "jax.jit", float(np.median(times["jax.jit"]))))

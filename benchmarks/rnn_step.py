@@ -15,7 +15,8 @@ loop); the large one, the step's skinny products (32 rows). Run:
 from __future__ import annotations
 
 import numpy as np
-from _common import check_losses, header, optional, ratio, rounds, sgd_step, table
+from _common import (check_losses, header, optional, ratio, rounds, sgd_step, table,
+                     torch_rounds)
 
 import fnad
 import fnad.numpy as fnp
@@ -90,12 +91,8 @@ def main() -> None:
         case = f"RNN step, hidden {hidden}"
         vs_torch = None
         if torch is not None:
-            tstep = make_torch_step(torch)
-            pt = {k: torch.tensor(v).requires_grad_() for k, v in params.items()}
-            xt, yt = torch.tensor(xs), torch.tensor(ys)
-            losses["torch eager"] = float(tstep(pt, xt, yt)[1])
-            vs_torch = rounds({"fnad.jit": calls["fnad.jit"],
-                               "torch eager": lambda: tstep(pt, xt, yt)}, ROUNDS, NUMBER)
+            vs_torch = torch_rounds(torch, make_torch_step(torch), params, (xs, ys),
+                                    calls["fnad.jit"], losses, ROUNDS, NUMBER)
         if jax is not None:
             rows.append((case, "jax.jit", float(np.median(times["jax.jit"]))))
         rows.append((case, "fnad.jit (numba)", float(np.median(times["fnad.jit"])),
