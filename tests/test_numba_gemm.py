@@ -98,8 +98,8 @@ PLANNED = DIMS + [
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_planned_product_equals_dot_general_bit_for_bit(ls, rs, dn, dtype):
     """Product (the layout decided once) returns what dot_general returns, every bit, for
-    contiguous operands, transposed views of them, whole products on one thread (alone)
-    and NumPy scalars; the BLAS's thread count is restored."""
+    C-ordered operands, Fortran-ordered copies of them, whole products on one thread
+    (alone) and NumPy scalars; the BLAS's thread count is restored."""
     lhs, rhs = rand(*ls, dtype=dtype), rand(*rs, dtype=dtype)
     params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
     product = gemm.Product(ls, np.dtype(dtype), rs, np.dtype(dtype), **params)
@@ -128,7 +128,8 @@ def test_a_planned_product_casts_as_dot_general():
     cases = [(np.float16, np.float16, None), (ml_dtypes.bfloat16, ml_dtypes.bfloat16, None),
              (np.float16, np.float16, np.dtype(np.float32)), (np.int8, np.int8, None),
              (np.int32, np.int32, np.dtype(np.int64)), (np.float32, np.float32,
-                                                        np.dtype(np.float64))]
+                                                        np.dtype(np.float64)),
+             (np.float16, np.float32, None), (np.int8, np.float32, None)]
     for ldt, rdt, pref in cases:
         lhs = (rand(6, 7) * 4).astype(ldt)
         rhs = (rand(7, 3) * 4).astype(rdt)
