@@ -367,3 +367,47 @@ def test_a_forked_child_starts_with_no_section_open():
         leave.set()
         t.join(10)
         blas[0](before)
+
+
+# ---- x @ W^T the other way round (gemm.flipped) ----------------------------------------------
+@pytest.mark.parametrize("m,k,n", [(32, 512, 512), (8, 128, 200), (2, 128, 16)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_product_with_a_transposed_right_operand_runs_the_other_way_round(m, k, n, dtype):
+    """x @ W^T with fewer rows than columns is computed as (W @ x^T)^T: the same values
+    (each a dot product of the same two vectors), a column-major result; eager dot_general,
+    a planned product and the chunked path alike."""
+    _settable_blas()
+    x, w = rand(m, k, dtype=dtype), rand(n, k, dtype=dtype)
+    assert gemm.flipped(x, w.T)
+    assert not gemm.flipped(w, x.T) and not gemm.flipped(x, np.ascontiguousarray(w.T))
+    assert not gemm.flipped(x[:, :127], w[:, :127].T)           # K < 128: as it is
+    assert not gemm.flipped(x, w[:8 * m - 1].T)                 # N < 8 M: as it is
+    dn = (((1,), (1,)), ((), ()))
+    params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
+    want = np.einsum("mk,nk->mn", x.astype(np.float64), w.astype(np.float64))
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    product = gemm.Product(x.shape, x.dtype, w.shape, w.dtype, **params)
+    assert product.column_major
+    for got in (gemm.dot_general(x, w, **params), product(x, w), gemm.matmul(x, w.T),
+                product(x, w, alone=True) if m * n < 5000 else gemm.matmul(x, w.T)):
+        assert got.shape == (m, n) and got.dtype == dtype
+        assert got.flags.f_contiguous and not got.flags.c_contiguous
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * k)
+
+
+def test_a_kernel_reads_a_column_major_product_by_strides():
+    """Under jit the driver hands the column-major product to the kernel that reads it as
+    a strided view (no copy first), with the NumPy backend's numbers."""
+    import fnad
+    import fnad.numpy as fnp
+    _settable_blas()
+
+    def f(x, w):
+        return (x @ w.T) * 2.0 + 1.0
+    x, w = rand(16, 128), rand(256, 128)
+    jitted = fnad.jit(f, backend="numba")
+    assert "*S(" in jitted.lower(x, w).source
+    np.testing.assert_allclose(np.asarray(jitted(x, w)),
+                               np.asarray(fnad.jit(f, backend="numpy")(x, w)),
+                               rtol=1e-5, atol=1e-5)
+    assert fnp.asarray(jitted(x, w)).shape == (16, 256)

@@ -568,6 +568,7 @@ class _Driver:
         self.names: dict = {}
         self.contiguous: set = set()        # Vars known to be C-contiguous arrays
         self.views: set = set()             # Vars the driver made as views (strides: any)
+        self.flipping: set = set()          # products' Vars that may be column-major views
         self.batch: list = []               # kernel calls not written yet (see flush)
         self.batched: set = set()           # the Vars they define
         self.held: list = []                # names to `del` after them
@@ -714,6 +715,14 @@ class _Driver:
         self.products.append((eqn.outvars[0], self.impl(eqn),
                               [self.atom(a) for a in eqn.invars], work))
         self.producing.add(eqn.outvars[0])
+        if self.column_major(eqn):
+            self.views.add(eqn.outvars[0])
+
+    def column_major(self, eqn) -> bool:
+        """Whether `eqn` is a product (its impl already named) whose result may come back
+        as a column-major view (gemm.flipped: x @ W^T with fewer rows than columns), which
+        the kernels that read it then read by strides instead of copying it first."""
+        return bool(eqn.outvars) and eqn.outvars[0] in self.flipping
 
     def write_products(self):
         products, self.products, self.producing = self.products, [], set()
@@ -905,7 +914,7 @@ class _Driver:
             self.lines[-1] += "  # dynamic_update_slice in place"
         elif impl is not None:
             self.call(self.impl(eqn), ins, eqn)
-            if prim in _VIEW_PRIMITIVES:
+            if prim in _VIEW_PRIMITIVES or self.column_major(eqn):
                 self.views.update(eqn.outvars)
         elif prim is cond_p:
             self.cond(eqn, ins)
@@ -928,7 +937,12 @@ class _Driver:
         if prim is _linalg.dot_general_p and impl is _backend_dot_general():
             recipe = ("product", *((tuple(a.aval.shape), a.aval.dtype) for a in eqn.invars),
                       eqn.params)
-            return self.m.const(_rebuilt(recipe, self.m.backend), recipe)
+            product = _rebuilt(recipe, self.m.backend)
+            rhs = eqn.invars[1]
+            if product.column_major and (product.rhs[0] == 1
+                                         or (type(rhs) is Var and rhs in self.views)):
+                self.flipping.add(eqn.outvars[0])
+            return self.m.const(product, recipe)
         return self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
                             ("impl", prim, eqn.params))
 

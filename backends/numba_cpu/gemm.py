@@ -107,7 +107,7 @@ class Product:
     planned are cast as dot_general would."""
 
     __slots__ = ("cdt", "lhs", "rhs", "out_shape", "reshape_out", "scalars", "out_dtype",
-                 "small", "blas", "__weakref__")
+                 "small", "blas", "column_major", "__weakref__")
 
     def __init__(self, lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, *, dimension_numbers,
                  precision=None, preferred_element_type=None):
@@ -133,6 +133,10 @@ class Product:
         self.scalars = not (nl and nr)        # a 0-d buffer may be a NumPy scalar
         self.blas = blas_threads() if self.cdt.kind in "fc" else None
         self.small = NUM_THREADS == 1 or math.prod(batch) * m * k * n < SMALL
+        # the result may be a column-major view (`flipped`, where the right operand is a
+        # transposed matrix: rhs[0] == 1, or a transposed view the caller made)
+        self.column_major = (self.blas is not None and not batch and 1 < m and 8 * m <= n
+                             and k >= 128 and self.lhs[0] <= 0 and self.rhs[0] <= 1)
 
     def __repr__(self):
         return (f"Product(lhs={self.lhs}, rhs={self.rhs}, compute={self.cdt}, "
@@ -158,14 +162,15 @@ class Product:
             out = matmul(a, b, alone=alone)
         else:                                     # matmul's small path, without its checks
             set_fn, get_fn = self.blas
+            product = _np_matmul if self.column_major else np.matmul    # (flipped: 0.3 us)
             if get_fn() == 1:                     # (inside one_blas_thread: 0.1 us, not 2)
-                out = np.matmul(a, b)
+                out = product(a, b)
             else:
                 with _lock:
                     before = get_fn()
                     set_fn(1)
                     try:
-                        out = np.matmul(a, b)
+                        out = product(a, b)
                     finally:
                         set_fn(before)
         if self.reshape_out:
@@ -220,9 +225,33 @@ def _makespan(works: list) -> float:
     return max(loads)
 
 
+def flipped(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a @ b runs as (b^T @ a^T)^T: a a C-ordered float matrix with at least eight
+    times fewer rows (M > 1) than b has columns (N), b a transposed C-ordered matrix (x @
+    W^T), K >= 128. OpenBLAS (the only BLAS this is measured on) is faster that way round
+    where M < N: 0.50-0.95 of the time over eight shapes from [8, 512] x [512, 2048] to
+    [256, 256] x [256, 1024] at one thread (M > N: 1.07-1.58). The result is a column-major
+    view, which costs its reader: flipped, the MLP step's [256, 10] x [10, 512] made the
+    step 1.04x slower and the RNN's [32, 128] x [128, 128] 1.025x, where its [32, 512] x
+    [512, 512] made it 0.92x; hence the margins (docs/performance.md, session 28)."""
+    return (a.ndim == 2 and b.ndim == 2 and 1 < a.shape[0] and 8 * a.shape[0] <= b.shape[1]
+            and a.shape[1] >= 128 and a.dtype.kind in "fc" and a.flags.c_contiguous
+            and b.flags.f_contiguous and not b.flags.c_contiguous
+            and blas_threads() is not None)
+
+
+def _np_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul(a, b), the other way round where `flipped` says so."""
+    if flipped(a, b):
+        return np.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return np.matmul(a, b)
+
+
 def matmul(a: np.ndarray, b: np.ndarray, alone: bool = False) -> np.ndarray:
     """np.matmul(a, b) for [batch.., M, K] @ [batch.., K, N] (equal batch dims); `alone`:
     on this thread, the BLAS's thread count as it is (products_together set it to one)."""
+    if flipped(a, b):                 # (b^T a^T)^T, a column-major view
+        return matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2), alone).swapaxes(-1, -2)
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.shape[:-2]
     if alone:
