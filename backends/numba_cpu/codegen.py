@@ -568,7 +568,6 @@ class _Driver:
         self.names: dict = {}
         self.contiguous: set = set()        # Vars known to be C-contiguous arrays
         self.views: set = set()             # Vars the driver made as views (strides: any)
-        self.flipping: set = set()          # products' Vars that may be column-major views
         self.batch: list = []               # kernel calls not written yet (see flush)
         self.batched: set = set()           # the Vars they define
         self.held: list = []                # names to `del` after them
@@ -697,10 +696,9 @@ class _Driver:
         """The multiply-adds of `eqn` where it is a float32/64 dot_general large enough for
         gemm.py to split across the threads (gemm.SMALL), else 0: consecutive such products
         that do not read each other's results run as one gemm.products_together call."""
-        from fnad.backends.numba_cpu import _dot_general
         from fnad.backends.numba_cpu.gemm import SMALL
         if (eqn.primitive is not _linalg.dot_general_p
-                or self.m.backend.impl_rules.get(eqn.primitive) is not _dot_general):
+                or self.m.backend.impl_rules.get(eqn.primitive) is not _backend_dot_general()):
             return 0
         lhs, rhs = (a.aval for a in eqn.invars)
         if not (lhs.dtype == rhs.dtype == eqn.outvars[0].aval.dtype
@@ -715,14 +713,6 @@ class _Driver:
         self.products.append((eqn.outvars[0], self.impl(eqn),
                               [self.atom(a) for a in eqn.invars], work))
         self.producing.add(eqn.outvars[0])
-        if self.column_major(eqn):
-            self.views.add(eqn.outvars[0])
-
-    def column_major(self, eqn) -> bool:
-        """Whether `eqn` is a product (its impl already named) whose result may come back
-        as a column-major view (gemm.flipped: x @ W^T with fewer rows than columns), which
-        the kernels that read it then read by strides instead of copying it first."""
-        return bool(eqn.outvars) and eqn.outvars[0] in self.flipping
 
     def write_products(self):
         products, self.products, self.producing = self.products, [], set()
@@ -914,7 +904,7 @@ class _Driver:
             self.lines[-1] += "  # dynamic_update_slice in place"
         elif impl is not None:
             self.call(self.impl(eqn), ins, eqn)
-            if prim in _VIEW_PRIMITIVES or self.column_major(eqn):
+            if prim in _VIEW_PRIMITIVES:
                 self.views.update(eqn.outvars)
         elif prim is cond_p:
             self.cond(eqn, ins)
@@ -931,7 +921,9 @@ class _Driver:
     def impl(self, eqn) -> str:
         """The name of the backend's impl of `eqn` with its params bound (a K constant);
         for the backend's own dot_general, a gemm.Product planned for the operands' shapes
-        (the layout decided here, not at every call)."""
+        (the layout decided here, not at every call). A product whose result may come back
+        as a column-major view (gemm.flipped: x @ W^T, N >= 8 M) counts as one of the
+        driver's views: the kernels that read it read it by strides, without a copy."""
         prim = eqn.primitive
         impl = self.m.backend.impl_rules[prim]
         if prim is _linalg.dot_general_p and impl is _backend_dot_general():
@@ -941,7 +933,7 @@ class _Driver:
             rhs = eqn.invars[1]
             if product.column_major and (product.rhs[0] == 1
                                          or (type(rhs) is Var and rhs in self.views)):
-                self.flipping.add(eqn.outvars[0])
+                self.views.add(eqn.outvars[0])
             return self.m.const(product, recipe)
         return self.m.const(functools.partial(impl, **eqn.params) if eqn.params else impl,
                             ("impl", prim, eqn.params))

@@ -27,7 +27,6 @@ inside a compiled loop, `one_blas_thread`), which a loop of small steps (an RNN 
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import itertools
@@ -39,7 +38,7 @@ import numpy as np
 
 from fnad.backends.numba_cpu.threads import (NUM_THREADS, aligned_empty, on_all_threads,
                                              run_together)
-from fnad.backends.numpy_ref.linalg import _as_matmul
+from fnad.backends.numpy_ref.linalg import _as_matmul, apply_layout
 
 SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
 MIN_ROWS = 32                    # a chunk of rows (columns) is at least this tall (wide)
@@ -99,39 +98,30 @@ def dot_general(lhs, rhs, *, dimension_numbers, precision, preferred_element_typ
 
 class Product:
     """`dot_general(lhs, rhs, **params)` for operands of the given shapes and dtypes, the
-    layout work decided here once (numpy_ref.linalg._as_matmul decides it per call): each
-    operand becomes a [batch.., rows, cols] view (or copy) by one reshape, a reshape and a
-    swap of the last two axes, or a transpose and a reshape; products below SMALL
-    multiply-adds run on this thread with the BLAS at one thread, larger ones as `matmul`
-    runs them. Called with `alone=True` by products_together. Operands of other dtypes than
-    planned are cast as dot_general would."""
+    layout work decided here once (numpy_ref.linalg.matmul_layouts, which _as_matmul runs
+    per call): each operand becomes a [batch.., rows, cols] view (or copy) as it is, by one
+    reshape, a reshape and a swap of the last two axes, or a transpose and a reshape;
+    products below SMALL multiply-adds run on this thread with the BLAS at one thread,
+    larger ones as `matmul` runs them. Called with `alone=True` by products_together.
+    Operands of other dtypes than planned are cast as dot_general would."""
 
     __slots__ = ("cdt", "lhs", "rhs", "out_shape", "reshape_out", "scalars", "out_dtype",
-                 "small", "blas", "column_major", "__weakref__")
+                 "small", "blas", "guard", "column_major", "__weakref__")
 
     def __init__(self, lhs_shape, lhs_dtype, rhs_shape, rhs_dtype, *, dimension_numbers,
                  precision=None, preferred_element_type=None):
-        from fnad.backends.numpy_ref.linalg import _compute_dtype
+        from fnad.backends.numpy_ref.linalg import _compute_dtype, matmul_layouts
         from fnad.primitives.linalg import dot_general_result_dtype
-        (lc, rc), (lb, rb) = dimension_numbers
         self.out_dtype = np.dtype(dot_general_result_dtype(np.dtype(lhs_dtype),
                                                            np.dtype(rhs_dtype),
                                                            preferred_element_type))
         self.cdt = _compute_dtype(self.out_dtype)
-        nl, nr = len(lhs_shape), len(rhs_shape)
-        lf = tuple(i for i in range(nl) if i not in lc and i not in lb)
-        rf = tuple(i for i in range(nr) if i not in rc and i not in rb)
-        batch = tuple(lhs_shape[i] for i in lb)
-        m = math.prod(lhs_shape[i] for i in lf)
-        k = math.prod(lhs_shape[i] for i in lc)
-        n = math.prod(rhs_shape[i] for i in rf)
-        self.lhs = _layout(tuple(lb), lf, tuple(lc), batch, m, k, tuple(lhs_shape))
-        self.rhs = _layout(tuple(rb), tuple(rc), rf, batch, k, n, tuple(rhs_shape))
-        self.out_shape = (batch + tuple(lhs_shape[i] for i in lf)
-                          + tuple(rhs_shape[i] for i in rf))
+        self.lhs, self.rhs, self.out_shape, (batch, m, k, n) = matmul_layouts(
+            lhs_shape, rhs_shape, dimension_numbers)
         self.reshape_out = self.out_shape != batch + (m, n)
-        self.scalars = not (nl and nr)        # a 0-d buffer may be a NumPy scalar
+        self.scalars = not (lhs_shape and rhs_shape)    # a 0-d buffer may be a NumPy scalar
         self.blas = blas_threads() if self.cdt.kind in "fc" else None
+        self.guard = _blas_at_one_thread(self.blas) if self.blas is not None else None
         self.small = NUM_THREADS == 1 or math.prod(batch) * m * k * n < SMALL
         # the result may be a column-major view (`flipped`, where the right operand is a
         # transposed matrix: rhs[0] == 1, or a transposed view the caller made)
@@ -150,48 +140,19 @@ class Product:
             lhs = lhs.astype(cdt)
         if rhs.dtype != cdt:
             rhs = rhs.astype(cdt)
-        how, shape, perm = self.lhs
-        a = lhs if how < 0 else lhs.reshape(shape) if how == 0 else (
-            lhs.reshape(shape).swapaxes(-1, -2) if how == 1 else
-            lhs.transpose(perm).reshape(shape))
-        how, shape, perm = self.rhs
-        b = rhs if how < 0 else rhs.reshape(shape) if how == 0 else (
-            rhs.reshape(shape).swapaxes(-1, -2) if how == 1 else
-            rhs.transpose(perm).reshape(shape))
+        a, b = apply_layout(lhs, self.lhs), apply_layout(rhs, self.rhs)
         if alone or not self.small or self.blas is None:
             out = matmul(a, b, alone=alone)
         else:                                     # matmul's small path, without its checks
-            set_fn, get_fn = self.blas
             product = _np_matmul if self.column_major else np.matmul    # (flipped: 0.3 us)
-            if get_fn() == 1:                     # (inside one_blas_thread: 0.1 us, not 2)
+            if self.blas[1]() == 1:               # (inside one_blas_thread: 0.1 us, not 2)
                 out = product(a, b)
             else:
-                with _lock:
-                    before = get_fn()
-                    set_fn(1)
-                    try:
-                        out = product(a, b)
-                    finally:
-                        set_fn(before)
+                with self.guard:
+                    out = product(a, b)
         if self.reshape_out:
             out = out.reshape(self.out_shape)
         return out if out.dtype == self.out_dtype else out.astype(self.out_dtype)
-
-
-def _layout(bdims, first, second, batch, rows, cols, shape) -> tuple:
-    """(how, shape, perm): an operand of `shape` as a [batch.., rows, cols] array whose rows
-    merge the dims `first` and columns the dims `second` (numpy_ref.linalg._operand, decided
-    once): how -1: x as it is (already that shape); 0: x.reshape(shape); 1:
-    x.reshape(shape).swapaxes(-1, -2) (a transposed matrix); 2:
-    x.transpose(perm).reshape(shape)."""
-    nb, ndim = len(bdims), len(shape)
-    if bdims == tuple(range(nb)):
-        if first + second == tuple(range(nb, ndim)):
-            target = batch + (rows, cols)
-            return (-1 if target == shape else 0), target, None
-        if second + first == tuple(range(nb, ndim)):
-            return 1, batch + (cols, rows), None
-    return 2, batch + (rows, cols), (*bdims, *first, *second)
 
 
 def products_together(calls: tuple) -> list:
@@ -339,18 +300,35 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-@contextlib.contextmanager
-def _blas_at_one_thread(blas):
+class _blas_at_one_thread:                  # used as `with _blas_at_one_thread(blas):`
     """The BLAS (`blas_threads()`: its setter and getter) at one thread for the block, under
-    _lock (one such block at a time), its thread count restored after."""
-    set_fn, get_fn = blas
-    with _lock:
-        before = get_fn()
-        set_fn(1)
+    _lock (one such block at a time), its thread count restored after. A class, not a
+    generator context manager: a Product keeps one and enters it for each small product
+    (0.3 us against 1.5). Only the holder of _lock is inside, so one object may serve
+    several threads."""
+
+    __slots__ = ("blas", "lock", "before")
+
+    def __init__(self, blas):
+        self.blas = blas
+
+    def __enter__(self):
+        self.lock = lock = _lock                 # (the one acquired: a fork replaces _lock)
+        lock.acquire()
         try:
-            yield
+            self.before = self.blas[1]()
+            self.blas[0](1)
+        except BaseException:
+            lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.blas[0](self.before)
         finally:
-            set_fn(before)
+            self.lock.release()
+        return False
 
 
 def _batch_chunks(batch: tuple, pieces: int) -> list:

@@ -40,38 +40,65 @@ def _as_matmul(lhs, rhs, dimension_numbers, preferred_element_type):
     """(a, b, out_shape, out_dtype): views [batch.., M, K] and [batch.., K, N] of the operands
     (in the compute dtype) such that matmul(a, b).reshape(out_shape) is the dot_general."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)         # buffers may be NumPy scalars
-    (lc, rc), (lb, rb) = dimension_numbers
     out_dtype = la.dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
     cdt = _compute_dtype(out_dtype)
     if lhs.dtype != cdt:
         lhs = lhs.astype(cdt)
     if rhs.dtype != cdt:
         rhs = rhs.astype(cdt)
-    nl, nr = lhs.ndim, rhs.ndim
-    lf = tuple(i for i in range(nl) if i not in lc and i not in lb)
-    rf = tuple(i for i in range(nr) if i not in rc and i not in rb)
-    batch = tuple(lhs.shape[i] for i in lb)
-    l_free = tuple(lhs.shape[i] for i in lf)
-    r_free = tuple(rhs.shape[i] for i in rf)
-    K = math.prod(lhs.shape[i] for i in lc)
+    lhs_layout, rhs_layout, out_shape, _ = matmul_layouts(lhs.shape, rhs.shape,
+                                                          dimension_numbers)
+    return (apply_layout(lhs, lhs_layout), apply_layout(rhs, rhs_layout), out_shape,
+            out_dtype)
+
+
+def matmul_layouts(lhs_shape, rhs_shape, dimension_numbers) -> tuple:
+    """(lhs layout, rhs layout, out_shape, (batch, M, K, N)) of a dot_general on operands of
+    these shapes: `operand_layout`s making them [batch.., M, K] and [batch.., K, N], the
+    result's shape (batch + lhs free dims + rhs free dims) and the matmul's dims (decided
+    from shapes alone: gemm.Product decides once what `_as_matmul` decides at every call)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lc, rc, lb, rb = tuple(lc), tuple(rc), tuple(lb), tuple(rb)
+    lhs_shape, rhs_shape = tuple(lhs_shape), tuple(rhs_shape)
+    lf = tuple(i for i in range(len(lhs_shape)) if i not in lc and i not in lb)
+    rf = tuple(i for i in range(len(rhs_shape)) if i not in rc and i not in rb)
+    batch = tuple(lhs_shape[i] for i in lb)
+    l_free = tuple(lhs_shape[i] for i in lf)
+    r_free = tuple(rhs_shape[i] for i in rf)
+    K = math.prod(lhs_shape[i] for i in lc)
     M, N = math.prod(l_free), math.prod(r_free)
-    a = _operand(lhs, lb, lf, lc, batch, M, K)                    # [batch, M, K]
-    b = _operand(rhs, rb, rc, rf, batch, K, N)                    # [batch, K, N]
-    return a, b, batch + l_free + r_free, out_dtype
+    return (operand_layout(lhs_shape, lb, lf, lc, batch, M, K),      # [batch, M, K]
+            operand_layout(rhs_shape, rb, rc, rf, batch, K, N),      # [batch, K, N]
+            batch + l_free + r_free, (batch, M, K, N))
 
 
-def _operand(x, bdims, first, second, batch, rows, cols):
-    """x as a [batch.., rows, cols] array whose rows merge the dims `first` and whose
-    columns merge `second`: a view where x's layout allows (the dims of each group adjacent
-    and in order, the groups in either order: a transposed matrix is a view), else a copy."""
+def operand_layout(shape, bdims, first, second, batch, rows, cols) -> tuple:
+    """(how, target, perm): how an operand of `shape` becomes a [batch.., rows, cols] array
+    whose rows merge the dims `first` and columns the dims `second`. how -1: as it is
+    (already that shape); 0: a reshape; 1: a reshape to [batch.., cols, rows] and a swap of
+    the last two axes (a transposed matrix); 2: a transpose by `perm` and a reshape. The
+    first three are views where the operand's layout allows (the dims of each group adjacent
+    and in order, the groups in either order: a transposed matrix is a view); else copies."""
     nb = len(bdims)
     if bdims == tuple(range(nb)):
-        if first + second == tuple(range(nb, x.ndim)):          # [b.., rows.., cols..]
-            return x.reshape(batch + (rows, cols))
-        if second + first == tuple(range(nb, x.ndim)):          # [b.., cols.., rows..]
-            return np.swapaxes(x.reshape(batch + (cols, rows)), -1, -2)
-    perm = (*bdims, *first, *second)
-    return x.transpose(perm).reshape(batch + (rows, cols))
+        if first + second == tuple(range(nb, len(shape))):          # [b.., rows.., cols..]
+            target = batch + (rows, cols)
+            return (-1 if target == shape else 0), target, None
+        if second + first == tuple(range(nb, len(shape))):          # [b.., cols.., rows..]
+            return 1, batch + (cols, rows), None
+    return 2, batch + (rows, cols), (*bdims, *first, *second)
+
+
+def apply_layout(x, layout):
+    """x made a [batch.., rows, cols] array as `layout` (operand_layout) says."""
+    how, target, perm = layout
+    if how < 0:
+        return x
+    if how == 0:
+        return x.reshape(target)
+    if how == 1:
+        return x.reshape(target).swapaxes(-1, -2)
+    return x.transpose(perm).reshape(target)
 
 
 impl_rules[la.dot_general_p] = _dot_general
