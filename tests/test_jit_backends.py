@@ -244,12 +244,18 @@ EDGES = {
 }
 
 
+# jit sums these in another order than eager: the weight gradient that the loop accumulated
+# step by step is one product over all steps after it (fnad/passes/scan_hoist.py)
+REASSOCIATED = {"scan-rnn-grad"}
+
+
 @pytest.mark.parametrize("name", sorted(EDGES))
 def test_edge_program_under_jit_matches_eager(name, backend):
     f, args = EDGES[name]
     want = eager(f, *args)
     got = fnad.jit(f, backend=backend)(*args)
-    assert_same(got, want, exact=backend != "xla", rtol=1e-6, atol=1e-6, what=name)
+    assert_same(got, want, exact=backend != "xla" and name not in REASSOCIATED, rtol=1e-6,
+                atol=1e-6, what=name)
 
 
 def test_float64_and_int64_under_x64(backend, x64):

@@ -10,6 +10,8 @@ DCE rule rewrites an equation and its sub-jaxpr together):
     simplify          remove identity ops AD and tracing leave behind         simplify.py
     fold_constants    evaluate equations whose inputs are all known           constant_folding.py
     cse               reuse the outputs of equal equations                    cse.py
+    hoist_scans       products of loop inputs before a scan, sums of per-step
+                      products after it                                     scan_hoist.py
     dce               drop equations no output needs                          dce.py
     plan_fusion       group equations into loop nests (a plan, no rewrite)    fusion.py
     cost_analysis     count flops, transcendentals and bytes (no rewrite)     cost.py
@@ -26,17 +28,18 @@ from fnad.passes.cse import cse
 from fnad.passes.dce import dce, dce_jaxpr, dce_rules
 from fnad.passes.fusion import FusionGroup, plan_fusion
 from fnad.passes.inline import inline
+from fnad.passes.scan_hoist import hoist_scans
 from fnad.passes.simplify import simplify, simplify_rules
 
 __all__ = ["FOLD_LIMIT", "FusionGroup", "cse", "dce", "dce_jaxpr", "dce_rules",
-           "fold_constants", "inline", "optimize", "plan_fusion", "simplify",
+           "fold_constants", "hoist_scans", "inline", "optimize", "plan_fusion", "simplify",
            "simplify_rules"]
 
 
 def optimize(closed: ClosedJaxpr, *, lowering: bool = False, max_rounds: int = 4
              ) -> ClosedJaxpr:
-    """inline -> simplify -> fold_constants -> cse -> dce, repeated until nothing changes
-    (at most `max_rounds` times).
+    """inline -> simplify -> fold_constants -> cse -> hoist_scans -> dce, repeated until
+    nothing changes (at most `max_rounds` times).
 
     `lowering=False` (what jit does before binding its jaxpr, which grad/vmap may still
     transform) keeps everything AD needs: custom rules, checkpoints, stop_gradient, and
@@ -51,6 +54,7 @@ def optimize(closed: ClosedJaxpr, *, lowering: bool = False, max_rounds: int = 4
         closed = simplify(closed)
         closed = fold_constants(closed, max_const_size=max_const)
         closed = cse(closed)
+        closed = hoist_scans(closed)
         closed = dce(closed)
         if closed is before or same_program(closed, before):
             break

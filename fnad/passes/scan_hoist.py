@@ -1,0 +1,344 @@
+"""Hoisting work out of scan loops: products that do not depend on the carry run once for
+all steps before the loop, and carries that only sum a product per step are summed by one
+product after it.
+
+A scan body runs once per step; each of its products is as small as one step's data. Two
+kinds of work in a body need not be done step by step:
+
+    products of loop inputs   a dot_general whose operands depend only on the consts and
+                              the xs (an RNN's x_t @ W_x) runs before the loop over all
+                              steps at once: the body's equations it needs, vmapped over
+                              the scan's length (fnad.batching.batch_jaxpr, so every
+                              primitive's batching rule applies), give a new xs operand
+                              (a new const where no xs is read)
+    sums of products          a carry whose update is `c + e`, where c is read nowhere else
+                              and e is a sum of terms, each a dot_general or a reduce_sum
+                              (under transposes and reshapes), is the initial value plus
+                              each term summed over the steps. The loop then only stacks
+                              the terms' operands as new ys (an xs operand is used as it
+                              is), and after it one dot_general contracts the step axis
+                              too: the gradient of an RNN's weights, sum_t h_t^T dz_t,
+                              becomes H^T DZ, one product over T·B rows, in place of T
+                              products of B rows and T additions of a whole weight.
+
+Both trade memory for speed: the stacked values are kept for all steps. A scan is
+rewritten only where the new stacked arrays take at most as many bytes as the xs and ys it
+already has, or 1 MiB (a gradient-accumulation loop over microbatches, whose per-step
+activations are much larger than its xs, is left as it is). Only pure equations move (nothing with
+effects or a sub-jaxpr); DCE then drops the carries and equations the loop no longer
+needs. Sums are reassociated (one product over all steps in place of a running sum), as
+XLA's and every BLAS's blocking already does. Same signature as the input program.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fnad import core
+from fnad.core import ShapedArray
+from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
+from fnad.passes._util import Renamer, has_sub_jaxprs, map_sub_jaxprs, with_eqns
+from fnad.passes.dce import read_counts
+from fnad.primitives import elementwise as ew
+from fnad.primitives import reductions as red
+from fnad.primitives import shape_ops as sh
+from fnad.primitives.control_flow import scan_p
+from fnad.primitives.linalg import dot_general_p
+
+__all__ = ["hoist_scans"]
+
+# ops a per-step term may pass through on its way into the carry: linear, shape only, so
+# that sum_t op(x_t) = op(sum_t x_t)
+_PULL_THROUGH = frozenset({sh.transpose_p, sh.reshape_p})
+_ADDS = frozenset({ew.add_p, ew.add_any_p})
+
+
+def hoist_scans(closed: ClosedJaxpr) -> ClosedJaxpr:
+    """Products of loop inputs before, sums of per-step products after each scan; same
+    signature."""
+    return _hoist(closed, {})
+
+
+def _hoist(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
+    j = closed.jaxpr
+    ren = Renamer()
+    eqns: list[JaxprEqn] = []
+    changed = False
+    for eqn in j.eqns:
+        new = ren.eqn(eqn)
+        if has_sub_jaxprs(new):
+            new = map_sub_jaxprs(new, lambda c: _hoist(c, memo), memo)
+        changed = changed or new is not eqn
+        if new.primitive is scan_p and not new.params["jaxpr"].jaxpr.constvars:
+            before, after = [], []
+            for rewrite in (_products_before, _sums_after):
+                out = rewrite(new)
+                if out is not None:
+                    pre, new, post, rewired = out
+                    before += pre
+                    after += post
+                    for v, a in rewired.items():
+                        ren[v] = a
+                    changed = True
+            eqns += before + [new] + after
+            continue
+        eqns.append(new)
+    outvars = [ren(v) for v in j.outvars]
+    if not changed and all(a is b for a, b in zip(outvars, j.outvars)):
+        return closed
+    return with_eqns(closed, eqns, outvars)
+
+
+# ---- products of loop inputs ------------------------------------------------------------
+def _products_before(eqn: JaxprEqn):
+    """(eqns before, the new scan, eqns after, {}) with the body's dot_generals of consts
+    and xs computed before the loop, or None where there are none (or too big)."""
+    p = eqn.params
+    bj, nc, ncar, length = p["jaxpr"].jaxpr, p["num_consts"], p["num_carry"], p["length"]
+    consts, xs = bj.invars[:nc], bj.invars[nc + ncar:]
+    variant = set(bj.invars[nc:nc + ncar])          # what depends on the carry (or may not move)
+    stepwise = set(xs)                              # what depends on the xs
+    producer: dict[Var, JaxprEqn] = {}
+    candidates = []
+    for e in bj.eqns:
+        reads = [a for a in e.invars if type(a) is Var]
+        if (any(a in variant for a in reads) or has_sub_jaxprs(e)
+                or e.primitive in core.effectful_primitives):
+            variant.update(e.outvars)
+            continue
+        for v in e.outvars:
+            producer[v] = e
+        if any(a in stepwise for a in reads):
+            stepwise.update(e.outvars)
+        if e.primitive is dot_general_p:
+            candidates.append(e)
+    if not candidates:
+        return None
+    budget = _stacked_bytes(eqn)
+    moved: set[int] = set()                        # ids of the body eqns that move
+    order = {id(e): i for i, e in enumerate(bj.eqns)}
+    chosen = []
+    for cand in candidates:
+        need = _ancestors(cand, producer) - moved
+        cost = sum(_nbytes(v.aval) * (length if v in stepwise else 1)
+                   for e in bj.eqns if id(e) in need for v in e.outvars)
+        if cost > budget:
+            continue
+        budget -= cost
+        moved |= need
+        chosen.append(cand)
+    if not chosen:
+        return None
+    body_eqns = [e for e in bj.eqns if id(e) in moved]
+    body_eqns.sort(key=lambda e: order[id(e)])
+    read = {a for e in body_eqns for a in e.invars if type(a) is Var}
+    ins = [v for v in consts + xs if v in read]
+    outs = [c.outvars[0] for c in chosen]
+    sub = ClosedJaxpr(Jaxpr([], ins, body_eqns, outs), [])
+    from fnad.batching import batch_jaxpr
+    batched, out_batched = batch_jaxpr(sub, length, [v in stepwise for v in ins], False)
+    outer = dict(zip(bj.invars, eqn.invars))
+    before, results = _splice(batched, [outer[v] for v in ins])
+    # the new body: each chosen product's output becomes an invar (a const or an xs slice)
+    new_consts = [(Var(v.aval), r) for v, r, b in zip(outs, results, out_batched) if not b]
+    new_xs = [(Var(v.aval), r) for v, r, b in zip(outs, results, out_batched) if b]
+    ren = Renamer()
+    it_c, it_x = iter(new_consts), iter(new_xs)
+    for v, b in zip(outs, out_batched):
+        ren[v] = next(it_x if b else it_c)[0]
+    dropped = {id(c) for c in chosen}
+    new_body = Jaxpr([], consts + [w for w, _ in new_consts] + bj.invars[nc:] +
+                     [w for w, _ in new_xs],
+                     [ren.eqn(e) for e in bj.eqns if id(e) not in dropped],
+                     [ren(v) for v in bj.outvars])
+    invars = (eqn.invars[:nc] + [r for _, r in new_consts] + eqn.invars[nc:] +
+              [r for _, r in new_xs])
+    new = eqn.replace(invars=invars, params=dict(p, jaxpr=ClosedJaxpr(new_body, []),
+                                                 num_consts=nc + len(new_consts)))
+    return before, new, [], {}
+
+
+def _ancestors(eqn: JaxprEqn, producer: dict) -> set[int]:
+    """ids of `eqn` and the movable body eqns it reads, transitively."""
+    seen, todo = set(), [eqn]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        todo += [producer[a] for a in e.invars if type(a) is Var and a in producer]
+    return seen
+
+
+# ---- sums of per-step products --------------------------------------------------------------
+def _sums_after(eqn: JaxprEqn):
+    """(eqns before, the new scan, eqns after, {carry out: its sum}) with each carry that only
+    adds up per-step products computed after the loop from stacked operands, or None."""
+    p = eqn.params
+    bj, nc, ncar, length = p["jaxpr"].jaxpr, p["num_consts"], p["num_carry"], p["length"]
+    consts, carry, xs = bj.invars[:nc], bj.invars[nc:nc + ncar], bj.invars[nc + ncar:]
+    producer = {v: e for e in bj.eqns for v in e.outvars}
+    reads = read_counts([e.invars for e in bj.eqns], bj.outvars)
+    outer = dict(zip(bj.invars, eqn.invars))
+    xs_outer = {v: outer[v] for v in xs}
+    const_outer = {v: outer[v] for v in consts}
+    budget = _stacked_bytes(eqn)
+    stacked: dict[Var, Var] = {}                 # body var -> its new ys outvar
+    found = []                                   # (carry index, terms)
+    for k, (c, out) in enumerate(zip(carry, bj.outvars[:ncar])):
+        update = producer.get(out)
+        if (reads.get(c, 0) != 1 or update is None or update.primitive not in _ADDS
+                or c not in update.invars or update.invars[0] is update.invars[1]):
+            continue
+        term = update.invars[1] if update.invars[0] is c else update.invars[0]
+        terms = _terms(term, producer, out.aval)
+        if terms is not None and not any(all(v in const_outer for v in base.invars)
+                                         for _, base in terms):   # (loop invariants stay)
+            found.append((k, terms))
+    # a product's operands are stacked for it; a sum's operand only where it is stacked
+    # anyway (an xs; a product's operand, as an RNN's bias gradient is): stacking it for the
+    # sum alone would trade the loop's reduction for as much memory traffic
+    found.sort(key=lambda kt: not any(b.primitive is dot_general_p for _, b in kt[1]))
+    hoisted = []
+    for k, terms in found:
+        new_ys = list(dict.fromkeys(   # (ordered: the program's text must not vary)
+            v for _, base in terms if base.primitive is dot_general_p for v in base.invars
+            if v not in xs_outer and v not in const_outer and v not in stacked))
+        if not all(v in xs_outer or v in stacked or v in new_ys
+                   for _, base in terms if base.primitive is not dot_general_p
+                   for v in base.invars):
+            continue
+        cost = sum(_nbytes(v.aval) for v in new_ys) * length
+        if cost > budget:
+            continue
+        budget -= cost
+        for v in new_ys:
+            stacked[v] = Var(ShapedArray((length,) + v.aval.shape, v.aval.dtype,
+                                         v.aval.weak_type))
+        hoisted.append((k, terms))
+    if not hoisted:
+        return None
+
+    def source(v):                               # a body var's value(s) outside the loop
+        if v in const_outer:
+            return const_outer[v], False
+        return (xs_outer[v] if v in xs_outer else stacked[v]), True
+
+    sources: list = []                           # outer atoms the after-computation reads
+    index: dict = {}
+
+    def arg(atom):
+        if id(atom) not in index:
+            index[id(atom)] = len(sources)
+            sources.append(atom)
+        return index[id(atom)]
+
+    plan = [(arg(eqn.invars[nc + k]),
+             [(chain, base, [(arg(source(v)[0]), source(v)[1]) for v in base.invars])
+              for chain, base in terms]) for k, terms in hoisted]
+
+    def after(*vals):
+        return [_summed(vals[init], terms, vals) for init, terms in plan]
+
+    from fnad.tracing import trace_to_subjaxpr
+    closed, consts_ = trace_to_subjaxpr(after, [a.aval for a in sources], "scan sums")
+    if consts_:
+        return None
+    post, results = _splice(closed, sources)
+    rewired = {}
+    for (k, _), r in zip(hoisted, results):
+        if r.aval != eqn.outvars[k].aval:        # (a weak type the sum does not keep)
+            return None
+        rewired[eqn.outvars[k]] = r
+    body = Jaxpr([], bj.invars, bj.eqns, bj.outvars + list(stacked))
+    new = eqn.replace(outvars=eqn.outvars + list(stacked.values()),
+                      params=dict(p, jaxpr=ClosedJaxpr(body, [])))
+    return [], new, post, rewired
+
+
+def _terms(v: Var, producer: dict, aval: ShapedArray):
+    """[(chain, base)]: v as a sum of terms, each `base` (a dot_general or reduce_sum eqn)
+    under `chain` (transposes and reshapes, innermost first); None where a term is
+    anything else."""
+    e = producer.get(v)
+    if e is None:
+        return None
+    if e.primitive in _ADDS:
+        if any(type(a) is not Var or a.aval.shape != aval.shape for a in e.invars):
+            return None
+        left = _terms(e.invars[0], producer, aval)
+        right = _terms(e.invars[1], producer, aval) if left is not None else None
+        return None if right is None else left + right
+    if e.primitive in _PULL_THROUGH:
+        inner = _terms(e.invars[0], producer, e.invars[0].aval)
+        return None if inner is None else [(chain + [e], base) for chain, base in inner]
+    if e.primitive is dot_general_p or e.primitive is red.reduce_sum_p:
+        if any(type(a) is not Var for a in e.invars):
+            return None
+        return [([], e)]
+    return None
+
+
+def _summed(init, terms, vals):
+    """init + each term summed over the loop's steps (traced)."""
+    total = None
+    for chain, base, args in terms:
+        ops = [(vals[i], is_stacked) for i, is_stacked in args]
+        if base.primitive is dot_general_p:
+            x = _dot_over_steps(base, ops)
+        else:                                     # reduce_sum: the step axis too
+            (x, _), = ops
+            x = red.reduce_sum_p.bind(x, **dict(base.params, axes=(0,) + tuple(
+                a + 1 for a in base.params["axes"])))
+        for e in chain:
+            x = e.primitive.bind(x, **e.params)
+        total = x if total is None else ew.add_any_p.bind(total, x)
+    return ew.add_any_p.bind(init, total)
+
+
+def _dot_over_steps(base: JaxprEqn, ops):
+    """sum_t dot_general(lhs_t, rhs_t): the step axis contracted in one dot_general where
+    both are stacked, else the stacked one summed first."""
+    (lhs, lhs_stacked), (rhs, rhs_stacked) = ops
+    params = base.params
+    if lhs_stacked and rhs_stacked:
+        (lc, rc), (lb, rb) = params["dimension_numbers"]
+        up = lambda dims: tuple(d + 1 for d in dims)  # noqa: E731
+        dims = (((0,) + up(lc), (0,) + up(rc)), (up(lb), up(rb)))
+        return dot_general_p.bind(lhs, rhs, **dict(params, dimension_numbers=dims))
+    if lhs_stacked:
+        lhs = red.reduce_sum_p.bind(lhs, axes=(0,))
+    else:
+        rhs = red.reduce_sum_p.bind(rhs, axes=(0,))
+    return dot_general_p.bind(lhs, rhs, **params)
+
+
+# ---- shared ------------------------------------------------------------------------------------
+def _splice(closed: ClosedJaxpr, atoms: list) -> tuple[list[JaxprEqn], list]:
+    """(eqns, output atoms): `closed`'s equations reading `atoms` for its invars, with new
+    Vars for everything they write."""
+    env = dict(zip(closed.jaxpr.invars, atoms))
+    read = lambda a: env.get(a, a) if type(a) is Var else a  # noqa: E731
+    eqns = []
+    for e in closed.jaxpr.eqns:
+        outs = [Var(v.aval) for v in e.outvars]
+        env.update(zip(e.outvars, outs))
+        eqns.append(e.replace(invars=[read(a) for a in e.invars], outvars=outs))
+    return eqns, [read(v) for v in closed.jaxpr.outvars]
+
+
+def _nbytes(aval: ShapedArray) -> int:
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+SMALL_BYTES = 1 << 20        # stacked arrays a rewrite may add to any scan
+
+
+def _stacked_bytes(eqn: JaxprEqn) -> int:
+    """What a rewrite may add at most: the bytes of the scan's xs operands and ys results,
+    or SMALL_BYTES where that is more."""
+    p = eqn.params
+    xs = eqn.invars[p["num_consts"] + p["num_carry"]:]
+    ys = eqn.outvars[p["num_carry"]:]
+    return max(SMALL_BYTES, sum(_nbytes(a.aval) for a in xs + ys))
