@@ -99,7 +99,8 @@ PLANNED = DIMS + [
 def test_a_planned_product_equals_dot_general_bit_for_bit(ls, rs, dn, dtype):
     """Product (the layout decided once) returns what dot_general returns, every bit, for
     C-ordered operands, Fortran-ordered copies of them, whole products on one thread
-    (alone) and NumPy scalars; the BLAS's thread count is restored."""
+    (alone) and NumPy scalars, also inside one_blas_thread; the BLAS's thread count is
+    restored."""
     lhs, rhs = rand(*ls, dtype=dtype), rand(*rs, dtype=dtype)
     params = dict(dimension_numbers=dn, precision=None, preferred_element_type=None)
     product = gemm.Product(ls, np.dtype(dtype), rs, np.dtype(dtype), **params)
@@ -113,6 +114,8 @@ def test_a_planned_product_equals_dot_general_bit_for_bit(ls, rs, dn, dtype):
         got = product(a, b)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+        with gemm.one_blas_thread:               # (as in a compiled loop's body)
+            np.testing.assert_array_equal(product(a, b), want)
     with gemm._blas_at_one_thread(blas) if blas else contextlib.nullcontext():
         alone = product(lhs, rhs, alone=True)
         np.testing.assert_array_equal(alone, gemm.dot_general(lhs, rhs, alone=True, **params))
