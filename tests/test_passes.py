@@ -409,6 +409,30 @@ def test_simplify_scalar_operands_and_keeps_types():
     check_same(c, d, *args)
 
 
+def test_simplify_outer_products_are_multiplications():
+    """dot_generals contracting only size-1 dims (or none) become a mul of broadcasts, with
+    dot_general's values bit for bit; other products stay."""
+    from fnad.primitives.linalg import dot_general
+    cases = [  # (lhs, rhs, dimension_numbers, becomes a mul)
+        (rand(6, 1), rand(4, 1), (((1,), (1,)), ((), ())), True),          # x @ y^T, K = 1
+        (rand(3, 5, 1), rand(7, 1), (((2,), (1,)), ((), ())), True),       # an RNN's read-out
+        (rand(2, 3, 1), rand(2, 1, 4), (((2,), (1,)), ((0,), (0,))), True),   # batched
+        (rand(3), rand(4), (((), ()), ((), ())), True),                    # no contraction
+        (rand(6, 2), rand(2, 4), (((1,), (0,)), ((), ())), False),         # K = 2
+        (jnp.asarray(np.arange(6, dtype=np.int32).reshape(6, 1)),
+         jnp.asarray(np.arange(4, dtype=np.int32).reshape(1, 4)), (((1,), (0,)), ((), ())),
+         False),                                                           # integers
+        (rand(3, 2, 1), rand(2, 1, 4), (((2,), (1,)), ((1,), (0,))), False),  # batch not first
+    ]
+    for lhs, rhs, dn, becomes in cases:
+        c = fnad.make_jaxpr(lambda a, b: dot_general(a, b, dn))(lhs, rhs)
+        d = dce(simplify(c))
+        assert ("mul" in names(d) and "dot_general" not in names(d)) == becomes, (dn, names(d))
+        typecheck_jaxpr(d.jaxpr)
+        assert d.out_avals == c.out_avals
+        np.testing.assert_array_equal(run(d, lhs, rhs)[0], run(c, lhs, rhs)[0])
+
+
 def test_simplify_grad_leftovers_and_scan_bodies():
     def f(x):
         y = lax.scan(lambda c, xi: (c + lg.convert_element_type(xi, np.float32) * 1.0, c),
