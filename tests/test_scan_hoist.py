@@ -200,3 +200,27 @@ def test_a_rewritten_program_transforms_and_is_a_fixed_point():
     got, want = fnad.jit(outer)(*args), outer(*args)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5)
+
+
+def test_nested_scans_and_a_scan_in_a_cond():
+    """An RNN's gradient inside an outer scan (over sequences) and inside a cond branch: the
+    inner loops are rewritten where they are, the values kept."""
+    args = rnn_args(t=4, b=2, d=3, h=3)
+
+    def outer(params, xss, yss):
+        def body(acc, batch):
+            return acc + fnad.grad(rnn_loss)(params, *batch)["wh"], None
+        return lax.scan(body, jnp.zeros_like(params["wh"]), (xss, yss))[0]
+
+    def branch(p, params, xs, ys):
+        return lax.cond(p, lambda: fnad.grad(rnn_loss)(params, xs, ys)["wh"],
+                        lambda: params["wh"])
+    xss, yss = jnp.stack([args[1]] * 3), jnp.stack([args[2]] * 3)
+    before, after = hoisted(outer, args[0], xss, yss)
+    inner = [e for e in scans(after)[0].params["jaxpr"].jaxpr.eqns if e.primitive.name == "scan"]
+    assert [dots_in(s) for s in inner] == [1, 1]
+    check_same(before, after, args[0], xss, yss)
+    before, after = hoisted(branch, True, *args)
+    assert str(before) != str(after)
+    check_same(before, after, True, *args)
+    check_same(before, after, False, *args)
