@@ -8,7 +8,9 @@ timed likewise against fnad. The losses must agree.
 
 Small hidden sizes measure what a compiled loop costs per step (fnad runs each step's body
 as a generated Python function calling BLAS and fused kernels; XLA compiles the whole
-loop); the large one, the step's skinny products (32 rows). Run:
+loop); the large one, the step's skinny products (32 rows). fnad also runs the step with
+`jax_hoist_scans` off in the same rounds ("fnad.jit, as written": x_t W_x and the weight
+gradients computed step by step inside the loops, as jax.jit runs them). Run:
 
     python benchmarks/rnn_step.py
 """
@@ -84,6 +86,13 @@ def main() -> None:
         pf = fnad.tree_util.tree_map(fnp.asarray, params)
         losses["fnad.jit"] = float(fstep(pf, xs, ys)[1])
         calls["fnad.jit"] = lambda fstep=fstep, pf=pf: fstep(pf, xs, ys)
+        written = fnad.jit(make_step(fnad, fnp))
+
+        def as_written(written=written, pf=pf):
+            with config.override(jax_hoist_scans=False):     # (the option is in jit's key)
+                return written(pf, xs, ys)
+        losses["fnad.jit, as written"] = float(as_written()[1])
+        calls["fnad.jit, as written"] = as_written
         results.append((hidden, params, xs, ys, calls, rounds(calls, ROUNDS, NUMBER)))
         all_losses.append(losses)
     torch = optional("torch")                     # imported after fnad and jax are timed
@@ -98,6 +107,9 @@ def main() -> None:
         rows.append((case, "fnad.jit (numba)", float(np.median(times["fnad.jit"])),
                      None if jax is None else ratio(times, "fnad.jit", "jax.jit"),
                      None if vs_torch is None else ratio(vs_torch, "fnad.jit", "torch eager")))
+        written = "fnad.jit, as written"
+        rows.append((case, written, float(np.median(times[written])),
+                     None if jax is None else ratio(times, written, "jax.jit"), None))
         if vs_torch is not None:
             rows.append((case, "torch eager", float(np.median(vs_torch["torch eager"]))))
     print(header())

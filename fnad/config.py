@@ -118,6 +118,12 @@ _OPTIONS: dict[str, _Option] = {
     "jax_enable_checks": _Option(
         False, "bool", help="accepted for JAX compatibility (jax's internal checks)"
     ),
+    "jax_hoist_scans": _Option(
+        True, "bool", help="fnad-only: jit runs a scan's products of consts and xs before the "
+        "loop for all steps and sums per-step products into a carry after it, by one product "
+        "(fnad/passes/scan_hoist.py); False keeps loops as written (no stacked arrays; "
+        "sums in eager's order)"
+    ),
 }
 
 # Short names (without "jax_") resolve to the full ones; both are stored as attributes.

@@ -33,6 +33,7 @@ DEFAULTS = {
     "jax_explain_cache_misses": False,
     "jax_check_tracer_leaks": False,
     "jax_enable_checks": False,
+    "jax_hoist_scans": True,
 }
 
 

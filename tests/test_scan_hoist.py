@@ -224,3 +224,28 @@ def test_nested_scans_and_a_scan_in_a_cond():
     assert str(before) != str(after)
     check_same(before, after, True, *args)
     check_same(before, after, False, *args)
+
+
+def test_the_option_keeps_loops_as_written():
+    """config.jax_hoist_scans = False: jit's program keeps every product in its loop and
+    (on the numpy backend) gives eager's numbers bit for bit; the option is part of the
+    compile cache's keys (also of the numba backend's on disk, which maps a traced program
+    to the one compiled from it)."""
+    from fnad.backends import numba_cpu
+    from fnad.backends.numba_cpu import codegen
+    from fnad.config import config
+    args = rnn_args()
+    traced = fnad.make_jaxpr(fnad.grad(rnn_loss))(*args)
+    hoisted_key = codegen._program_key(traced, numba_cpu, True)
+    hoisted_text = fnad.jit(fnad.grad(rnn_loss)).lower(*args).as_text()
+    with config.override(jax_hoist_scans=False):
+        as_written = fnad.jit(fnad.grad(rnn_loss), backend="numpy")
+        text = as_written.lower(*args).as_text()
+        got = as_written(*args)
+        assert codegen._program_key(traced, numba_cpu, True) != hoisted_key
+        assert [dots_in(s) for s in scans(optimize(traced))] == [2, 3]
+    assert text != hoisted_text
+    assert [dots_in(s) for s in scans(optimize(traced))] == [1, 1]
+    want = fnad.grad(rnn_loss)(*args)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])

@@ -1091,7 +1091,8 @@ def _program_key(closed: ClosedJaxpr, backend, fuse: bool) -> str | None:
         return None
     context = (_stamp("driver"), _source_stamp(), backend.__name__, fuse, np.__version__,
                sys.version, NUM_THREADS, TOGETHER_MIN, kernels.THREADED_MIN,
-               plan.MAX_GROUP_EQNS, plan.MAX_RECOMPUTED)   # (tunables an A/B script may set)
+               plan.MAX_GROUP_EQNS, plan.MAX_RECOMPUTED,   # (tunables an A/B script may set)
+               config.jax_hoist_scans)        # (the passes a traced program went through)
     return hashlib.sha256(fp + repr(context).encode()).hexdigest()[:32]
 
 

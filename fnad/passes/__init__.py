@@ -21,6 +21,7 @@ a pass returns its input object only when it changed nothing.
 """
 from __future__ import annotations
 
+from fnad.config import config
 from fnad.ir import ClosedJaxpr
 from fnad.passes._util import same_program
 from fnad.passes.constant_folding import FOLD_LIMIT, fold_constants
@@ -39,7 +40,8 @@ __all__ = ["FOLD_LIMIT", "FusionGroup", "cse", "dce", "dce_jaxpr", "dce_rules",
 def optimize(closed: ClosedJaxpr, *, lowering: bool = False, max_rounds: int = 4
              ) -> ClosedJaxpr:
     """inline -> simplify -> fold_constants -> cse -> hoist_scans -> dce, repeated until
-    nothing changes (at most `max_rounds` times).
+    nothing changes (at most `max_rounds` times); hoist_scans where
+    `config.jax_hoist_scans` (the default).
 
     `lowering=False` (what jit does before binding its jaxpr, which grad/vmap may still
     transform) keeps everything AD needs: custom rules, checkpoints, stop_gradient, and
@@ -54,7 +56,8 @@ def optimize(closed: ClosedJaxpr, *, lowering: bool = False, max_rounds: int = 4
         closed = simplify(closed)
         closed = fold_constants(closed, max_const_size=max_const)
         closed = cse(closed)
-        closed = hoist_scans(closed)
+        if config.jax_hoist_scans:
+            closed = hoist_scans(closed)
         closed = dce(closed)
         if closed is before or same_program(closed, before):
             break
