@@ -23,10 +23,10 @@ def rand(*shape, dtype=np.float32):
 
 
 @pytest.mark.parametrize("a_shape,b_shape", [
-    ((300, 200), (200, 100)),            # rows in chunks
-    ((16, 64, 72), (16, 72, 64)),        # batch entries in chunks
-    ((2, 3, 64, 96), (2, 3, 96, 128)),   # two batch dims
-    ((33, 2000), (2000, 70)),            # fewer rows than one chunk per thread
+    ((300, 200), (200, 150)),            # rows in chunks
+    ((16, 64, 96), (16, 96, 96)),        # batch entries in chunks
+    ((2, 3, 96, 128), (2, 3, 128, 128)),  # two batch dims
+    ((33, 4000), (4000, 70)),            # fewer rows than one chunk per thread
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_chunked_matmul_equals_numpy(a_shape, b_shape, dtype):
@@ -90,7 +90,7 @@ PLANNED = DIMS + [
     ((3, 5), (4, 5), (((1,), (1,)), ((), ()))),                      # x @ W^T: a swap
     ((5, 2, 3), (2, 5, 4), (((0,), (1,)), ((1,), (0,)))),           # permuted: a copy
     ((), (), (((), ()), ((), ()))),                                  # scalars
-    ((64, 512), (512, 160), (((1,), (0,)), ((), ()))),               # >= SMALL: chunked
+    ((64, 512), (512, 320), (((1,), (0,)), ((), ()))),               # >= SMALL: chunked
 ]
 
 

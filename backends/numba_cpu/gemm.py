@@ -9,7 +9,7 @@ processes running: an MLP train step took 11-65 ms with OpenBLAS's 2 threads aga
 5.7-7.5 ms with one). Here, where the BLAS library's thread count can be set (OpenBLAS,
 found in the process's loaded libraries), a large product runs with BLAS at one thread on
 `NUM_THREADS` threads that claim chunks (batch entries or blocks of rows) one at a time:
-a late thread simply claims fewer. Small products (< 2^22 multiply-adds) run on the
+a late thread simply claims fewer. Small products (< 2^23 multiply-adds) run on the
 calling thread alone, also with BLAS at one thread: OpenBLAS's own threads, woken for a
 small product, spin afterwards and take the cores the next kernels need (the same MLP
 step: 41 ms with them, 6-7 ms without). Elsewhere (macOS Accelerate, MKL) `np.matmul`
@@ -40,7 +40,11 @@ from fnad.backends.numba_cpu.threads import (NUM_THREADS, aligned_empty, on_all_
                                              run_together)
 from fnad.backends.numpy_ref.linalg import _as_matmul, apply_layout
 
-SMALL = 1 << 22                  # multiply-adds: below this one thread is as fast
+# multiply-adds: below this one thread is as fast. Chunks of a product start late on the
+# worker (~20 us after the caller's, session 29) and the caller's half runs slower beside
+# it: [3200, 64] x [64, 32] (6.5M) took 162 us chunked against 144 on one thread,
+# [64, 3200] x [3200, 32] 206 against 162, [32, 512] x [512, 512] (8.4M) 211 against 260.
+SMALL = 1 << 23
 MIN_ROWS = 32                    # a chunk of rows (columns) is at least this tall (wide)
 # Chunks per thread: more balance a late thread, fewer pack the other operand less. A block
 # of rows packs all of b again (columns: all of a), so a 2-D product has one per thread:
