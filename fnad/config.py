@@ -119,10 +119,10 @@ _OPTIONS: dict[str, _Option] = {
         False, "bool", help="accepted for JAX compatibility (jax's internal checks)"
     ),
     "jax_hoist_scans": _Option(
-        True, "bool", help="fnad-only: jit runs a scan's products of consts and xs before the "
-        "loop for all steps and sums per-step products into a carry after it, by one product "
-        "(fnad/passes/scan_hoist.py); False keeps loops as written (no stacked arrays; "
-        "sums in eager's order)"
+        True, "bool", help="fnad-only: jit runs a scan's products of consts and xs, and its "
+        "array ops of the xs, before the loop for all steps, and sums per-step products into a "
+        "carry after it, by one product (fnad/passes/scan_hoist.py); False keeps loops as "
+        "written (no stacked arrays; sums in eager's order)"
     ),
 }
 

@@ -137,28 +137,78 @@ def test_what_stays_in_the_loop():
             return c + x.T @ x + jnp.tanh(c) @ w, None
         return lax.scan(body, c0, xs)[0]
 
-    def invariant(c0, xs, w):                               # the term does not vary
+    def invariant(c0, xs, w):              # the term does not vary: w @ w runs once before
         def body(c, x):
             return c + w @ w, x * 2.0
         return lax.scan(body, c0, xs)
 
-    def elementwise(c0, xs):                                # not a product or a sum
-        def body(c, x):
-            return c + jnp.sin(x), None
-        return lax.scan(body, c0, xs)[0]
+    def elementwise_of_state(c, xs):                        # not a product or a sum
+        def body(carry, x):
+            c, h = carry
+            h = jnp.sin(h) + x
+            return (c + h * h, h), None
+        return lax.scan(body, (c, c), xs)[0]
 
-    def sum_of_computed(c0, xs):                            # stacked only for its sum
-        def body(c, x):
-            return c + jnp.sin(x).sum(0), None
-        return lax.scan(body, c0, xs)[0]
-    cases = [(read_elsewhere, (rand(3, 3), rand(4, 2, 3), rand(3, 3))),
-             (invariant, (rand(3, 3), rand(4, 3), rand(3, 3))),
-             (elementwise, (rand(2, 3), rand(4, 2, 3))),
-             (sum_of_computed, (rand(3), rand(4, 2, 3)))]
-    for fn, args in cases:
+    def sum_of_state(c, xs):                                # stacked only for its sum
+        def body(carry, x):
+            c, h = carry
+            h = jnp.sin(h) + x
+            return (c + h.sum(0), h), None
+        return lax.scan(body, (c.sum(0), c), xs)[0]
+    cases = [(read_elsewhere, (rand(3, 3), rand(4, 2, 3), rand(3, 3)), 1, 1),
+             (invariant, (rand(3, 3), rand(4, 3), rand(3, 3)), 1, 0),
+             (elementwise_of_state, (rand(2, 3), rand(4, 2, 3)), 2, 0),
+             (sum_of_state, (rand(2, 3), rand(4, 2, 3)), 2, 0)]
+    for fn, args, carries, dots in cases:
         before, after = hoisted(fn, *args)
-        assert scans(after)[0].params["num_carry"] == 1, fn.__name__
+        (scan,) = scans(after)
+        assert scan.params["num_carry"] == carries and dots_in(scan) == dots, fn.__name__
         check_same(before, after, *args)
+
+
+def test_a_map_of_loop_inputs_becomes_one_vectorized_computation():
+    """lax.map of products, elementwise ops and reductions of its xs, and a loop that only
+    sums a function of its xs: no scan is left, the work runs on all steps at once."""
+    w = rand(8, 4)
+
+    def mapped(xs):
+        return lax.map(lambda x: jnp.tanh(x @ w) + x.sum(), xs)
+
+    def summed(c, xs):
+        return lax.scan(lambda c, x: (c + jnp.sin(x).sum(0), None), c, xs)[0]
+    for fn, args in [(mapped, (rand(5, 3, 8),)), (summed, (rand(3), rand(6, 2, 3))),
+                     (mapped, (rand(0, 3, 8),))]:
+        before, after = hoisted(fn, *args)
+        assert scans(before) and not scans(after), fn.__name__
+        check_same(before, after, *args)
+
+
+def test_effects_and_loops_by_a_loop_batch_rule_stay():
+    """A debug callback stays in the loop, in its order; a primitive without a batching
+    rule (a user primitive: vmap would run it in a loop) is not moved either."""
+    import fnad.primitives as fp
+    calls = []
+
+    def printing(xs):
+        def body(c, x):
+            fnad.debug.callback(lambda v: calls.append(float(v)), x.sum())
+            return c + x.sum(), x * 2.0
+        return lax.scan(body, jnp.float32(0.0), xs)
+    xs = rand(3, 4)
+    before, after = hoisted(printing, xs)
+    (scan,) = scans(after)
+    assert "debug_callback" in [e.primitive.name for e in scan.params["jaxpr"].jaxpr.eqns]
+    calls.clear()
+    values(after, xs)
+    np.testing.assert_allclose(calls, np.asarray(xs).sum(1), rtol=1e-6)
+    double = fp.Primitive("double_no_batch_rule")
+    double.def_abstract_eval(lambda x: fp.ShapedArray(x.shape, x.dtype, x.weak_type))
+    double.def_impl(lambda x: x * 2.0, backend="numpy")
+    before, after = hoisted(lambda xs: lax.map(lambda x: jnp.sin(double.bind(x)), xs),
+                            rand(3, 4))
+    (scan,) = scans(after)
+    assert [e.primitive.name for e in scan.params["jaxpr"].jaxpr.eqns] == [
+        "double_no_batch_rule", "sin"]
 
 
 def test_gradient_accumulation_over_microbatches_keeps_its_memory():

@@ -10,7 +10,7 @@ DCE rule rewrites an equation and its sub-jaxpr together):
     simplify          remove identity ops AD and tracing leave behind         simplify.py
     fold_constants    evaluate equations whose inputs are all known           constant_folding.py
     cse               reuse the outputs of equal equations                    cse.py
-    hoist_scans       products of loop inputs before a scan, sums of per-step
+    hoist_scans       work on loop inputs before a scan, sums of per-step
                       products after it                                     scan_hoist.py
     dce               drop equations no output needs                          dce.py
     plan_fusion       group equations into loop nests (a plan, no rewrite)    fusion.py

@@ -5,12 +5,15 @@ product after it.
 A scan body runs once per step; each of its products is as small as one step's data. Two
 kinds of work in a body need not be done step by step:
 
-    products of loop inputs   a dot_general whose operands depend only on the consts and
-                              the xs (an RNN's x_t @ W_x) runs before the loop over all
-                              steps at once: the body's equations it needs, vmapped over
-                              the scan's length (fnad.batching.batch_jaxpr, so every
-                              primitive's batching rule applies), give a new xs operand
-                              (a new const where no xs is read)
+    work on loop inputs       a dot_general whose operands depend only on the consts and
+                              the xs (an RNN's x_t @ W_x), and elementwise, shape and
+                              reduction ops of the xs, run before the loop over all steps
+                              at once: the body's equations they need, vmapped over the
+                              scan's length (fnad.batching.batch_jaxpr, so every
+                              primitive's batching rule applies), give new xs operands (a
+                              product of consts alone: a new const, computed once). A
+                              `lax.map` of such ops is then one vectorized computation:
+                              the ys that are only xs passed through are those xs.
     sums of products          a carry whose update is `c + e`, where c is read nowhere else
                               and e is a sum of terms, each a dot_general or a reduce_sum
                               (under transposes and reshapes), is the initial value plus
@@ -38,7 +41,8 @@ import numpy as np
 from fnad import core
 from fnad.core import ShapedArray
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from fnad.passes._util import Renamer, has_sub_jaxprs, map_sub_jaxprs, with_eqns
+from fnad.passes._util import (ELEMENTWISE, REDUCTIONS, Renamer, has_sub_jaxprs,
+                               map_sub_jaxprs, with_eqns)
 from fnad.passes.dce import read_counts
 from fnad.primitives import elementwise as ew
 from fnad.primitives import reductions as red
@@ -52,6 +56,11 @@ __all__ = ["hoist_scans"]
 # that sum_t op(x_t) = op(sum_t x_t)
 _PULL_THROUGH = frozenset({sh.transpose_p, sh.reshape_p})
 _ADDS = frozenset({ew.add_p, ew.add_any_p})
+# per-step work that moves out of a loop when it reads the xs (besides dot_general, which
+# moves also when it reads consts only): the ops whose batched form is the same op on one
+# more leading axis. Other equations move only as what these need.
+_STEPWISE = ELEMENTWISE | REDUCTIONS | frozenset({
+    sh.broadcast_in_dim_p, sh.reshape_p, sh.transpose_p, sh.squeeze_p})
 
 
 def hoist_scans(closed: ClosedJaxpr) -> ClosedJaxpr:
@@ -72,7 +81,7 @@ def _hoist(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
         changed = changed or new is not eqn
         if new.primitive is scan_p and not new.params["jaxpr"].jaxpr.constvars:
             before, after = [], []
-            for rewrite in (_products_before, _sums_after):
+            for rewrite in (_products_before, _sums_after, _xs_passed_through):
                 out = rewrite(new)
                 if out is not None:
                     pre, new, post, rewired = out
@@ -90,10 +99,11 @@ def _hoist(closed: ClosedJaxpr, memo: dict) -> ClosedJaxpr:
     return with_eqns(closed, eqns, outvars)
 
 
-# ---- products of loop inputs ------------------------------------------------------------
+# ---- work on loop inputs --------------------------------------------------------------------
 def _products_before(eqn: JaxprEqn):
     """(eqns before, the new scan, eqns after, {}) with the body's dot_generals of consts
-    and xs computed before the loop, or None where there are none (or too big)."""
+    and xs, and its _STEPWISE ops of the xs, computed before the loop, or None where there
+    are none (or they would take too much memory)."""
     p = eqn.params
     bj, nc, ncar, length = p["jaxpr"].jaxpr, p["num_consts"], p["num_carry"], p["length"]
     consts, xs = bj.invars[:nc], bj.invars[nc + ncar:]
@@ -111,30 +121,36 @@ def _products_before(eqn: JaxprEqn):
             producer[v] = e
         if any(a in stepwise for a in reads):
             stepwise.update(e.outvars)
-        if e.primitive is dot_general_p:
+        if e.primitive is dot_general_p or (e.primitive in _STEPWISE
+                                            and e.outvars[0] in stepwise):
             candidates.append(e)
     if not candidates:
         return None
     budget = _stacked_bytes(eqn)
     moved: set[int] = set()                        # ids of the body eqns that move
     order = {id(e): i for i, e in enumerate(bj.eqns)}
-    chosen = []
     for cand in candidates:
         need = _ancestors(cand, producer) - moved
+        if any(e.primitive not in core.batch_rules for e in bj.eqns if id(e) in need):
+            continue                              # (a batch by a loop: no gain)
         cost = sum(_nbytes(v.aval) * (length if v in stepwise else 1)
                    for e in bj.eqns if id(e) in need for v in e.outvars)
         if cost > budget:
             continue
         budget -= cost
         moved |= need
-        chosen.append(cand)
-    if not chosen:
+    if not moved:
         return None
     body_eqns = [e for e in bj.eqns if id(e) in moved]
     body_eqns.sort(key=lambda e: order[id(e)])
     read = {a for e in body_eqns for a in e.invars if type(a) is Var}
     ins = [v for v in consts + xs if v in read]
-    outs = [c.outvars[0] for c in chosen]
+    # what the loop still reads of the moved values: they enter it as consts or xs
+    used = {a for e in bj.eqns if id(e) not in moved for a in e.invars if type(a) is Var}
+    used.update(v for v in bj.outvars if type(v) is Var)
+    outs = [v for e in body_eqns for v in e.outvars if v in used]
+    if not outs:
+        return None
     sub = ClosedJaxpr(Jaxpr([], ins, body_eqns, outs), [])
     from fnad.batching import batch_jaxpr
     batched, out_batched = batch_jaxpr(sub, length, [v in stepwise for v in ins], False)
@@ -147,16 +163,30 @@ def _products_before(eqn: JaxprEqn):
     it_c, it_x = iter(new_consts), iter(new_xs)
     for v, b in zip(outs, out_batched):
         ren[v] = next(it_x if b else it_c)[0]
-    dropped = {id(c) for c in chosen}
     new_body = Jaxpr([], consts + [w for w, _ in new_consts] + bj.invars[nc:] +
                      [w for w, _ in new_xs],
-                     [ren.eqn(e) for e in bj.eqns if id(e) not in dropped],
+                     [ren.eqn(e) for e in bj.eqns if id(e) not in moved],
                      [ren(v) for v in bj.outvars])
     invars = (eqn.invars[:nc] + [r for _, r in new_consts] + eqn.invars[nc:] +
               [r for _, r in new_xs])
     new = eqn.replace(invars=invars, params=dict(p, jaxpr=ClosedJaxpr(new_body, []),
                                                  num_consts=nc + len(new_consts)))
     return before, new, [], {}
+
+
+def _xs_passed_through(eqn: JaxprEqn):
+    """([], the scan, [], {ys: the xs}) where a ys of the body is one of its xs slices as it
+    came in (so the stacked ys are that xs operand), or None. DCE then drops those ys, and a
+    scan left with nothing to do (a lax.map whose work all moved before it)."""
+    p = eqn.params
+    bj, nc, ncar = p["jaxpr"].jaxpr, p["num_consts"], p["num_carry"]
+    outer = dict(zip(bj.invars[nc + ncar:], eqn.invars[nc + ncar:]))
+    rewired = {}
+    for v, y in zip(bj.outvars[ncar:], eqn.outvars[ncar:]):
+        x = outer.get(v) if type(v) is Var else None
+        if x is not None and x.aval == y.aval:
+            rewired[y] = x
+    return ([], eqn, [], rewired) if rewired else None
 
 
 def _ancestors(eqn: JaxprEqn, producer: dict) -> set[int]:
@@ -192,7 +222,7 @@ def _sums_after(eqn: JaxprEqn):
                 or c not in update.invars or update.invars[0] is update.invars[1]):
             continue
         term = update.invars[1] if update.invars[0] is c else update.invars[0]
-        terms = _terms(term, producer, out.aval)
+        terms = _terms(term, producer, out.aval, xs_outer)
         if terms is not None and not any(all(v in const_outer for v in base.invars)
                                          for _, base in terms):   # (loop invariants stay)
             found.append((k, terms))
@@ -257,21 +287,24 @@ def _sums_after(eqn: JaxprEqn):
     return [], new, post, rewired
 
 
-def _terms(v: Var, producer: dict, aval: ShapedArray):
+def _terms(v: Var, producer: dict, aval: ShapedArray, xs: set):
     """[(chain, base)]: v as a sum of terms, each `base` (a dot_general or reduce_sum eqn)
     under `chain` (transposes and reshapes, innermost first); None where a term is
-    anything else."""
+    anything else. An xs slice itself is a reduce_sum over no axes (an eqn made here, in no
+    program: `c + x_t` sums the xs operand over the steps)."""
+    if v in xs:
+        return [([], JaxprEqn(red.reduce_sum_p, [v], {"axes": ()}, [v], None))]
     e = producer.get(v)
     if e is None:
         return None
     if e.primitive in _ADDS:
         if any(type(a) is not Var or a.aval.shape != aval.shape for a in e.invars):
             return None
-        left = _terms(e.invars[0], producer, aval)
-        right = _terms(e.invars[1], producer, aval) if left is not None else None
+        left = _terms(e.invars[0], producer, aval, xs)
+        right = _terms(e.invars[1], producer, aval, xs) if left is not None else None
         return None if right is None else left + right
     if e.primitive in _PULL_THROUGH:
-        inner = _terms(e.invars[0], producer, e.invars[0].aval)
+        inner = _terms(e.invars[0], producer, e.invars[0].aval, xs)
         return None if inner is None else [(chain + [e], base) for chain, base in inner]
     if e.primitive is dot_general_p or e.primitive is red.reduce_sum_p:
         if any(type(a) is not Var for a in e.invars):
