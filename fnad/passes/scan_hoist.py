@@ -1,9 +1,10 @@
-"""Hoisting work out of scan loops: products that do not depend on the carry run once for
+"""Hoisting work out of scan loops: work that does not depend on the carry runs once for
 all steps before the loop, and carries that only sum a product per step are summed by one
 product after it.
 
-A scan body runs once per step; each of its products is as small as one step's data. Two
-kinds of work in a body need not be done step by step:
+A scan body runs once per step; each of its products is as small as one step's data, and
+on the numba backend each of its equations costs a Python statement per step. Two kinds of
+work in a body need not be done step by step:
 
     work on loop inputs       a dot_general whose operands depend only on the consts and
                               the xs (an RNN's x_t @ W_x), and elementwise, shape and
@@ -15,22 +16,23 @@ kinds of work in a body need not be done step by step:
                               `lax.map` of such ops is then one vectorized computation:
                               the ys that are only xs passed through are those xs.
     sums of products          a carry whose update is `c + e`, where c is read nowhere else
-                              and e is a sum of terms, each a dot_general or a reduce_sum
-                              (under transposes and reshapes), is the initial value plus
-                              each term summed over the steps. The loop then only stacks
-                              the terms' operands as new ys (an xs operand is used as it
-                              is), and after it one dot_general contracts the step axis
-                              too: the gradient of an RNN's weights, sum_t h_t^T dz_t,
+                              and e is a sum of terms, each a dot_general, a reduce_sum or
+                              an xs slice (under transposes and reshapes), is the initial
+                              value plus each term summed over the steps. The loop then
+                              only stacks the terms' operands as new ys (an xs operand is
+                              used as it is), and after it one dot_general contracts the
+                              step axis too: the gradient of an RNN's weights, sum_t h_t^T dz_t,
                               becomes H^T DZ, one product over T·B rows, in place of T
                               products of B rows and T additions of a whole weight.
 
 Both trade memory for speed: the stacked values are kept for all steps. A scan is
 rewritten only where the new stacked arrays take at most as many bytes as the xs and ys it
 already has, or 1 MiB (a gradient-accumulation loop over microbatches, whose per-step
-activations are much larger than its xs, is left as it is). Only pure equations move (nothing with
-effects or a sub-jaxpr); DCE then drops the carries and equations the loop no longer
-needs. Sums are reassociated (one product over all steps in place of a running sum), as
-XLA's and every BLAS's blocking already does. Same signature as the input program.
+activations are much larger than its xs, is left as it is). Only pure equations move
+(nothing with effects or a sub-jaxpr, nothing whose batching would be a loop); DCE then
+drops the carries and equations the loop no longer needs. Sums are reassociated (one
+product over all steps in place of a running sum), as XLA's and every BLAS's blocking
+already does. Same signature as the input program.
 """
 from __future__ import annotations
 
