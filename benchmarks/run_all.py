@@ -16,8 +16,8 @@ import sys
 # gpu.py: the cuda and xla backends, where a GPU is
 SCRIPTS = ["import_time.py", "dispatch.py", "jit_overhead.py", "jit_elementwise.py",
            "mlp_step.py", "gpt_step.py", "gpt_after_idle.py", "gpt_floor.py", "gpt_cold.py",
-           "conv_step.py", "moe_step.py", "rnn_step.py", "worker_spin.py", "numba_math.py",
-           "kernel_compilers.py", "gpu.py"]
+           "conv_step.py", "moe_step.py", "rnn_step.py", "scan_map.py", "worker_spin.py",
+           "numba_math.py", "kernel_compilers.py", "gpu.py"]
 
 
 def main() -> int:
