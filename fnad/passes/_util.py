@@ -7,6 +7,7 @@ Imports fnad.core, fnad.ir and the primitive families (never a backend).
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -194,6 +195,25 @@ def with_eqns(closed: ClosedJaxpr, eqns: list[JaxprEqn], outvars: list | None = 
     return ClosedJaxpr(Jaxpr(j.constvars if constvars is None else constvars, j.invars, eqns,
                              j.outvars if outvars is None else outvars),
                        closed.consts if consts is None else consts)
+
+
+def splice(jaxpr: Jaxpr, env: dict) -> tuple[list[JaxprEqn], list]:
+    """(eqns, output atoms): `jaxpr`'s equations reading `env`'s atoms for its invars (and
+    constvars), with new Vars for everything they write, so that one jaxpr may be spliced
+    into a program in several places."""
+    env = dict(env)
+    read = lambda a: env[a] if type(a) is Var else a  # noqa: E731
+    eqns = []
+    for e in jaxpr.eqns:
+        outs = [Var(v.aval) for v in e.outvars]
+        env.update(zip(e.outvars, outs))
+        eqns.append(e.replace(invars=[read(a) for a in e.invars], outvars=outs))
+    return eqns, [read(v) for v in jaxpr.outvars]
+
+
+def nbytes(aval: ShapedArray) -> int:
+    """The bytes of an array of type `aval` (0 for a dtype without an itemsize)."""
+    return math.prod(aval.shape) * getattr(aval.dtype, "itemsize", 0)
 
 
 def same_program(a: ClosedJaxpr, b: ClosedJaxpr) -> bool:

@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 from fnad.core import Primitive
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn
+from fnad.passes._util import nbytes
 from fnad.primitives import (convolution, cumulative, decompositions, elementwise, linalg, logic,
                              reductions, sorting, windowed)
 from fnad.primitives import fft as fft_prims
@@ -207,10 +208,6 @@ def cost_analysis(closed: ClosedJaxpr) -> dict[str, float]:
             "bytes accessed": float(nbytes)}
 
 
-def _nbytes(aval) -> int:
-    return _size(aval) * getattr(aval.dtype, "itemsize", 0)
-
-
 def _jaxpr_cost(jaxpr: Jaxpr) -> tuple[float, float, float]:
     flops = trans = nbytes = 0.0
     for eqn in jaxpr.eqns:
@@ -237,5 +234,5 @@ def _eqn_cost(eqn: JaxprEqn) -> tuple[float, float, float]:
             return _jaxpr_cost(sub.jaxpr)
     rule = cost_rules.get(eqn.primitive)
     f, t = rule(eqn) if rule is not None else (0, 0)
-    b = sum(_nbytes(v.aval) for v in eqn.invars) + sum(_nbytes(v.aval) for v in eqn.outvars)
+    b = sum(nbytes(v.aval) for v in eqn.invars) + sum(nbytes(v.aval) for v in eqn.outvars)
     return f, t, b

@@ -27,7 +27,8 @@ from __future__ import annotations
 from fnad.custom import custom_jvp_call_p, custom_vjp_call_p
 from fnad.custom_batching import custom_vmap_call_p
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
-from fnad.passes._util import Renamer, has_sub_jaxprs, call_primitive, map_sub_jaxprs
+from fnad.passes._util import (Renamer, call_primitive, has_sub_jaxprs, map_sub_jaxprs,
+                               splice)
 from fnad.primitives import logic as lg
 from fnad.primitives.solves import custom_linear_solve_p
 from fnad.remat import name_p, remat_p
@@ -109,13 +110,10 @@ def _inline(closed: ClosedJaxpr, lowering: bool, memo: dict) -> ClosedJaxpr:
             env[v] = w = Var(v.aval)
             constvars.append(w)
             consts.append(c)
-        read = lambda a: env[a] if type(a) is Var else a  # noqa: E731
-        for e in sj.eqns:
-            outs = [Var(v.aval) for v in e.outvars]
-            env.update(zip(e.outvars, outs))
-            eqns.append(e.replace(invars=[read(a) for a in e.invars], outvars=outs))
-        for v, a in zip(new.outvars, sj.outvars):
-            bind_out(v, read(a))
+        spliced, outs = splice(sj, env)
+        eqns += spliced
+        for v, a in zip(new.outvars, outs):
+            bind_out(v, a)
         changed = True
     if not changed:
         return closed

@@ -36,15 +36,11 @@ already does. Same signature as the input program.
 """
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from fnad import core
 from fnad.core import ShapedArray
 from fnad.ir import ClosedJaxpr, Jaxpr, JaxprEqn, Var
 from fnad.passes._util import (ELEMENTWISE, REDUCTIONS, Renamer, has_sub_jaxprs,
-                               map_sub_jaxprs, with_eqns)
+                               map_sub_jaxprs, nbytes, splice, with_eqns)
 from fnad.passes.dce import read_counts
 from fnad.primitives import elementwise as ew
 from fnad.primitives import reductions as red
@@ -66,7 +62,7 @@ _STEPWISE = ELEMENTWISE | REDUCTIONS | frozenset({
 
 
 def hoist_scans(closed: ClosedJaxpr) -> ClosedJaxpr:
-    """Products of loop inputs before, sums of per-step products after each scan; same
+    """Work on loop inputs before, sums of per-step products after each scan; same
     signature."""
     return _hoist(closed, {})
 
@@ -130,12 +126,11 @@ def _products_before(eqn: JaxprEqn):
         return None
     budget = _stacked_bytes(eqn)
     moved: set[int] = set()                        # ids of the body eqns that move
-    order = {id(e): i for i, e in enumerate(bj.eqns)}
     for cand in candidates:
         need = _ancestors(cand, producer) - moved
         if any(e.primitive not in core.batch_rules for e in bj.eqns if id(e) in need):
             continue                              # (a batch by a loop: no gain)
-        cost = sum(_nbytes(v.aval) * (length if v in stepwise else 1)
+        cost = sum(nbytes(v.aval) * (length if v in stepwise else 1)
                    for e in bj.eqns if id(e) in need for v in e.outvars)
         if cost > budget:
             continue
@@ -143,8 +138,7 @@ def _products_before(eqn: JaxprEqn):
         moved |= need
     if not moved:
         return None
-    body_eqns = [e for e in bj.eqns if id(e) in moved]
-    body_eqns.sort(key=lambda e: order[id(e)])
+    body_eqns = [e for e in bj.eqns if id(e) in moved]        # (in program order)
     read = {a for e in body_eqns for a in e.invars if type(a) is Var}
     ins = [v for v in consts + xs if v in read]
     # what the loop still reads of the moved values: they enter it as consts or xs
@@ -157,8 +151,9 @@ def _products_before(eqn: JaxprEqn):
     from fnad.batching import batch_jaxpr
     batched, out_batched = batch_jaxpr(sub, length, [v in stepwise for v in ins], False)
     outer = dict(zip(bj.invars, eqn.invars))
-    before, results = _splice(batched, [outer[v] for v in ins])
-    # the new body: each chosen product's output becomes an invar (a const or an xs slice)
+    before, results = splice(batched.jaxpr,
+                             dict(zip(batched.jaxpr.invars, (outer[v] for v in ins))))
+    # the new body: each moved value it reads becomes an invar (a const or an xs slice)
     new_consts = [(Var(v.aval), r) for v, r, b in zip(outs, results, out_batched) if not b]
     new_xs = [(Var(v.aval), r) for v, r, b in zip(outs, results, out_batched) if b]
     ren = Renamer()
@@ -241,7 +236,7 @@ def _sums_after(eqn: JaxprEqn):
                    for _, base in terms if base.primitive is not dot_general_p
                    for v in base.invars):
             continue
-        cost = sum(_nbytes(v.aval) for v in new_ys) * length
+        cost = sum(nbytes(v.aval) for v in new_ys) * length
         if cost > budget:
             continue
         budget -= cost
@@ -277,7 +272,7 @@ def _sums_after(eqn: JaxprEqn):
     closed, consts_ = trace_to_subjaxpr(after, [a.aval for a in sources], "scan sums")
     if consts_:
         return None
-    post, results = _splice(closed, sources)
+    post, results = splice(closed.jaxpr, dict(zip(closed.jaxpr.invars, sources)))
     rewired = {}
     for (k, _), r in zip(hoisted, results):
         if r.aval != eqn.outvars[k].aval:        # (a weak type the sum does not keep)
@@ -350,23 +345,6 @@ def _dot_over_steps(base: JaxprEqn, ops):
 
 
 # ---- shared ------------------------------------------------------------------------------------
-def _splice(closed: ClosedJaxpr, atoms: list) -> tuple[list[JaxprEqn], list]:
-    """(eqns, output atoms): `closed`'s equations reading `atoms` for its invars, with new
-    Vars for everything they write."""
-    env = dict(zip(closed.jaxpr.invars, atoms))
-    read = lambda a: env.get(a, a) if type(a) is Var else a  # noqa: E731
-    eqns = []
-    for e in closed.jaxpr.eqns:
-        outs = [Var(v.aval) for v in e.outvars]
-        env.update(zip(e.outvars, outs))
-        eqns.append(e.replace(invars=[read(a) for a in e.invars], outvars=outs))
-    return eqns, [read(v) for v in closed.jaxpr.outvars]
-
-
-def _nbytes(aval: ShapedArray) -> int:
-    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
-
-
 SMALL_BYTES = 1 << 20        # stacked arrays a rewrite may add to any scan
 
 
@@ -376,4 +354,4 @@ def _stacked_bytes(eqn: JaxprEqn) -> int:
     p = eqn.params
     xs = eqn.invars[p["num_consts"] + p["num_carry"]:]
     ys = eqn.outvars[p["num_carry"]:]
-    return max(SMALL_BYTES, sum(_nbytes(a.aval) for a in xs + ys))
+    return max(SMALL_BYTES, sum(nbytes(a.aval) for a in xs + ys))
