@@ -6,7 +6,8 @@ and dtypes (float32, float16, bfloat16, int8, uint8, int32, bool). A step is a u
 or ternary op from a table (elementwise math, reductions over axes tuples, layout and
 indexing: strided slices, take, .at[] updates, dynamic slices; casts, softmax, cumulative
 ops, sort, matmul...) or a control-flow step (cond, switch, scan, fori_loop, while_loop,
-map) whose bodies are random chains of shape-keeping ops that close over an earlier value.
+map, a recurrent cell) whose bodies are random chains of shape-keeping ops that close over
+an earlier value.
 The program returns every step's value, so no step is dead code. It is written once against
 a (library, numpy module) pair, so it runs in fnad and in jax alike. Modes:
 
@@ -27,7 +28,10 @@ zero (fnad: 0, XLA's CPU code: all ones, docs/differences_from_jax.md); jax's lo
 uint8 (x - max wraps around: -inf everywhere; fnad computes in float32); `bool * float` where
 the float is NaN (XLA's CPU code gives 0, IEEE and fnad NaN); sin of huge float32 arguments
 (exp(14) rounds one ulp apart in NumPy and XLA, and sin amplifies the difference); a few
-weak-type artifacts of jax.
+weak-type artifacts of jax. One on fnad's side, in the backends mode: the floor of a tanh
+near saturation (the numba backend's vectorized tanh rounds tanh(9) to 1, one ulp above
+NumPy's 1 - 2^-24, within its documented 3 ulps; a form exact there cost 20 % of its speed;
+XLA gives 1 from x = 8).
 """
 from __future__ import annotations
 
@@ -140,7 +144,7 @@ def binary_ops(L, N) -> dict:
 
 
 CONTROL = ("cond", "switch", "scan", "scan_rev", "fori", "fori_traced", "while", "map",
-           "map_batched")
+           "map_batched", "scan_rnn")
 
 
 def chain_ops(L, N) -> dict:
@@ -197,6 +201,8 @@ def control_step(L, N, name, a, b, r):
                               (N.zeros((), "int32"), a))[1]
     if name in ("map", "map_batched"):
         return lax.map(g1, a, batch_size=2 if name == "map_batched" else None) if a.ndim else g1(a)
+    if name == "scan_rnn":
+        return _recurrent_cell(N, lax, a, side, dt, g1, g2, g3, r)
     if a.ndim == 0:                                     # scan without xs
         carry, ys = lax.scan(lambda c, _: (g1(c), g2(c) * 2), a, None, length=n + 1,
                              reverse=name == "scan_rev")
@@ -208,6 +214,27 @@ def control_step(L, N, name, a, b, r):
         return (c, acc + N.sum(c)), g2(c * x)
     (c, acc), ys = lax.scan(step, (a[0], N.zeros((), dt)), a, reverse=name == "scan_rev")
     return (ys, c, acc)[pick]
+
+
+def _recurrent_cell(N, lax, a, side, dt, g1, g2, g3, r):
+    """A recurrent cell over the leading axis of `a` (a batch of two rows per step): what
+    jit's scan hoisting rewrites (products of the xs and of the consts alone, elementwise
+    work on the xs, carries that sum products, a sum and an xs slice, ys that are xs), under
+    random activations g1 and g2. One of its results, drawn from r (the others are dead)."""
+    a2 = a.reshape(a.shape[0], -1) if a.ndim else a.reshape(1, 1)
+    xs = N.stack([a2, g3(a2)], axis=1)                 # [T, 2, D]
+    d, h = a2.shape[1], 3
+    w_x = N.tanh(N.arange(d * h).reshape(d, h) * 0.3 + side).astype(dt)
+    w_h = (N.eye(h) * 0.5 + side * 0.1).astype(dt)
+
+    def cell(carry, x):
+        s, g_w, g_b, total = carry
+        z = x @ w_x + s @ w_h + N.sum(w_x @ w_h, axis=0)
+        return ((g1(z), g_w + s.T @ z, g_b + N.sum(z, axis=0), total + x),
+                (g2(x * 2), x, x @ w_x))
+    init = (N.zeros((2, h), dt), N.zeros((h, h), dt), N.zeros((h,), dt), N.zeros_like(xs[0]))
+    carry, ys = lax.scan(cell, init, xs, reverse=bool(r.random() < 0.5))
+    return (*carry, *ys)[int(r.integers(0, 7))]
 
 
 def program(seed: int):
