@@ -28,10 +28,10 @@ zero (fnad: 0, XLA's CPU code: all ones, docs/differences_from_jax.md); jax's lo
 uint8 (x - max wraps around: -inf everywhere; fnad computes in float32); `bool * float` where
 the float is NaN (XLA's CPU code gives 0, IEEE and fnad NaN); sin of huge float32 arguments
 (exp(14) rounds one ulp apart in NumPy and XLA, and sin amplifies the difference); a few
-weak-type artifacts of jax. One on fnad's side, in the backends mode: the floor of a tanh
-near saturation (the numba backend's vectorized tanh rounds tanh(9) to 1, one ulp above
-NumPy's 1 - 2^-24, within its documented 3 ulps; a form exact there cost 20 % of its speed;
-XLA gives 1 from x = 8).
+weak-type artifacts of jax. The floor of a tanh near saturation differs in every mode that
+compares fnad's eager (NumPy) with a compiled program: NumPy rounds tanh(9) to 1 - 2^-24,
+XLA's tanh gives 1 from x = 8 on, and the numba backend's vectorized tanh from about 8.3 on
+(within its documented 3 ulps; a form exact there cost 20 % of its speed).
 """
 from __future__ import annotations
 
