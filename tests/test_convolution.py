@@ -278,10 +278,8 @@ def test_the_numba_backends_unfolding_moves_every_dtype_in_every_layout(dtype, m
     from fnad.backends.numba_cpu import conv
     from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
     from fnad.primitives import convolution as cv
-    from fnad.backends.numba_cpu.threads import run_threaded
-    ran = []
-    monkeypatch.setattr(conv, "run_threaded", lambda kernel, args, chunks: (
-        ran.append(kernel), run_threaded(kernel, args, chunks)))
+    ran, kernel = [], conv._kernel
+    monkeypatch.setattr(conv, "_kernel", lambda source: (ran.append(source), kernel(source))[1])
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
     rng = np.random.default_rng(5)
     x = (rng.standard_normal((2, 3, 6, 5)) * 3).astype(dt)
@@ -300,3 +298,40 @@ def test_the_numba_backends_unfolding_moves_every_dtype_in_every_layout(dtype, m
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want, err_msg=str(order))
     assert len(set(ran)) == (0 if dtype == "complex128" else 2)   # both fillers ran
+
+
+@pytest.mark.parametrize("task_bytes", [1, 5000, 1 << 20])
+def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_bytes,
+                                                                       monkeypatch):
+    """Where every output position is one phase's (no lhs dilation) in one group, each of
+    the numba backend's threads unfolds a block of patch rows (about TASK_BYTES) into its
+    own buffer and multiplies it straight into the output's rows: blocks of one chunk of
+    conv.BLOCK outputs up to several images, an image's last chunk shorter than BLOCK,
+    blocks across images, two memory layouts of the lhs, strides and uneven pads: the
+    reference's results, through those blocks."""
+    from fnad.backends.numba_cpu import conv
+    from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
+    from fnad.primitives import convolution as cv
+    monkeypatch.setattr(conv, "TASK_BYTES", task_bytes)
+    blocks, rows = [], conv._Unfold.rows
+    monkeypatch.setattr(conv._Unfold, "rows", lambda self, patches, c0, c1, *rest: (
+        blocks.append((c0, c1)), rows(self, patches, c0, c1, *rest))[1])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 7, 10, 13)).astype(np.float32)      # NCHW: 130 outputs
+    w = rng.standard_normal((6, 7, 3, 2)).astype(np.float32)
+    for strides, padding in [((1, 1), ((1, 1), (0, 1))), ((2, 3), ((2, 0), (1, 1)))]:
+        params = dict(window_strides=strides, padding=padding, lhs_dilation=(1, 1),
+                      rhs_dilation=(1, 1),
+                      dimension_numbers=cv.conv_dimension_numbers(x.shape, w.shape, None),
+                      feature_group_count=1, batch_group_count=1, precision=None,
+                      preferred_element_type=None)
+        want = numpy_conv(x, w, **params)
+        for lhs in (x, np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
+            blocks.clear()
+            got = conv.conv_general_dilated(lhs, w, **params)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+            chunks = sorted(blocks)                 # every chunk once, in blocks as sized
+            assert [c for c0, c1 in chunks for c in range(c0, c1)] == list(range(
+                chunks[-1][1]))
+            assert len(chunks) > 1 and (task_bytes > 1 or all(
+                c1 - c0 == 1 for c0, c1 in chunks))

@@ -17,12 +17,13 @@ took 6 ms of the 11 ms of the CNN benchmark's largest weight gradient).
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 
 import numpy as np
 
-from fnad.backends.numba_cpu.gemm import matmul
-from fnad.backends.numba_cpu.threads import run_threaded
+from fnad.backends.numba_cpu.gemm import matmul, one_blas_thread
+from fnad.backends.numba_cpu.threads import NUM_THREADS, on_all_threads, run_threaded
 from fnad.backends.numpy_ref import convolution as ref
 
 BLOCK = 64                       # output positions per chunk a thread claims
@@ -34,14 +35,18 @@ BLOCK = 64                       # output positions per chunk a thread claims
 # dtype (float16 and bfloat16 too, which neither compiler types).
 #
 # unfold_rows: patches[b, i, y, t, :] = x[b, n0 + i, sources[y, t], :] (0 where sources is
-# -1, a pad), patches [B, n, Y, K, C]; x's strides (b, image, feature) in elements are sb,
-# si, step. Chunk c: image c // blocks, its block c % blocks of BLOCK outputs.
+# -1, a pad), patches [B, n, Y, K, C] less its first r0 rows (a block of rows: its chunks
+# only); x's strides (b, image, feature) in elements are sb, si, step. runs[y, t]: how many
+# elements the copy from tap t on moves at once (taps side by side in x as in the patch row
+# make one run, as do neighbouring pads; 0 for a tap inside an earlier run: `_runs`).
+# Chunk c: image c // blocks, its block c % blocks of BLOCK outputs.
 _UNFOLD_ROWS = f"""
 @numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
-def kernel(x, patches, sources, n0, sb, si, step, nimg, Y, K, C, counter, chunks):
+def kernel(x, patches, sources, runs, n0, sb, si, step, nimg, Y, K, C, r0, counter, chunks):
     ch = np.uint64(chunks)
     u0, usb, usi, ustep = np.uint64(n0), np.uint64(sb), np.uint64(si), np.uint64(step)
     un, uY, uK, uC = np.uint64(nimg), np.uint64(Y), np.uint64(K), np.uint64(C)
+    ur0 = np.uint64(r0)
     blocks = (uY + np.uint64({BLOCK - 1})) // np.uint64({BLOCK})
     while True:
         c = fetch_add(counter)
@@ -56,19 +61,22 @@ def kernel(x, patches, sources, n0, sb, si, step, nimg, Y, K, C, counter, chunks
             y1 = uY
         for y in range(y0, y1):
             for t in range(uK):
-                src = sources[y * uK + t]
-                out = ((img * uY + y) * uK + t) * uC
-                if src < 0:
-                    for i in range(uC):
-                        patches[out + i] = 0
-                elif ustep == np.uint64(1):
-                    at = base + np.uint64(src)
-                    for i in range(uC):
-                        patches[out + i] = x[at + i]
-                else:
-                    at = base + np.uint64(src)
-                    for i in range(uC):
-                        patches[out + i] = x[at + i * ustep]
+                r = runs[y * uK + t]
+                if r > 0:
+                    n = np.uint64(r)
+                    src = sources[y * uK + t]
+                    out = ((img * uY + y - ur0) * uK + t) * uC
+                    if src < 0:
+                        for i in range(n):
+                            patches[out + i] = 0
+                    elif ustep == np.uint64(1):
+                        at = base + np.uint64(src)
+                        for i in range(n):
+                            patches[out + i] = x[at + i]
+                    else:
+                        at = base + np.uint64(src)
+                        for i in range(n):
+                            patches[out + i] = x[at + i * ustep]
     return 0
 """
 
@@ -125,6 +133,23 @@ def _sources(spatial, phase, strides) -> np.ndarray:
     return np.where(pad, -1, src)
 
 
+def _runs(sources: np.ndarray, C: int, step: int) -> np.ndarray:
+    """[Y, K]: the elements unfold_rows moves at once from tap t on: C per tap, for a run of
+    taps whose channels lie side by side in x as in the patch row (channels contiguous,
+    step 1: a tap reads from right after the previous one's last element, a 3x3 kernel's
+    three taps of a row over NHWC) or that are all pads; 0 for the taps after a run's
+    first."""
+    Y, K = sources.shape
+    joins = np.zeros((Y, K), bool)                   # tap t continues tap t - 1's run
+    if step == 1 and K > 1:
+        a, b = sources[:, :-1], sources[:, 1:]
+        joins[:, 1:] = ((a >= 0) & (b == a + C)) | ((a < 0) & (b < 0))
+    taps = np.ones((Y, K), np.int64)
+    for t in range(K - 2, -1, -1):                   # a run's length, counted from its end
+        taps[:, t] += np.where(joins[:, t + 1], taps[:, t + 1], 0)
+    return np.where(joins, 0, taps * C)
+
+
 def _memory(x: np.ndarray):
     """(x's memory as a 1-d array, x's strides in elements): a view where x is a
     permutation of a contiguous array (what the canonical transposes give), else a copy."""
@@ -140,39 +165,109 @@ def _memory(x: np.ndarray):
     return flat, [s // x.itemsize if n > 1 else 0 for s, n in zip(x.strides, x.shape)]
 
 
-def _unfold(x: np.ndarray, dims: list):
-    """The threaded patch filler for x [B, N', *S, C] (see numpy_ref.convolution); NumPy's
-    own for elements of 16 bytes (complex128)."""
-    width = _WIDTHS.get(x.itemsize)
-    if width is None:
-        return ref._unfold(x, dims)
-    B, C = x.shape[0], x.shape[-1]
-    spatial = x.shape[2:-1]
-    flat, strides = _memory(x)
-    flat = flat.view(width)
-    columns = x.shape[1] > 1 and 0 <= strides[1] < strides[-1]
+class _Unfold:
+    """The threaded patch filler for x [B, N', *S, C] (see numpy_ref.convolution):
+    `fill(n0, n1, phase)` gives the patches of images n0..n1 (on all threads); `rows`
+    writes those of a range of chunks into a thread's buffer (on that thread), where the
+    rows layout is used (`columns` false). NumPy's own filler for elements of 16 bytes
+    (complex128): `_unfold` below."""
 
-    tables: dict = {}                                  # phase -> its offsets, for every chunk
+    def __init__(self, x: np.ndarray, width):
+        self.B, self.C, self.spatial = x.shape[0], x.shape[-1], x.shape[2:-1]
+        self.dtype, self.width = x.dtype, width
+        flat, self.strides = _memory(x)
+        self.flat = flat.view(width)
+        self.columns = x.shape[1] > 1 and 0 <= self.strides[1] < self.strides[-1]
+        self.tables: dict = {}                         # phase -> its offsets, for every chunk
 
-    def fill(n0, n1, phase):
-        sources = tables.get(phase)
-        if sources is None:
-            sources = tables[phase] = _sources(spatial, phase, strides[2:-1])
+    def sources(self, phase) -> tuple:
+        """([Y, K] as _sources gives it, the same as _runs gives it), per phase."""
+        tables = self.tables.get(phase)
+        if tables is None:
+            src = _sources(self.spatial, phase, self.strides[2:-1])
+            tables = self.tables[phase] = (src, _runs(src, self.C, self.strides[-1]))
+        return tables
+
+    def __call__(self, n0, n1, phase):
+        sources, runs = self.sources(phase)
         Y, K = sources.shape
-        sources = sources.ravel()
-        n = n1 - n0
-        if columns:
-            patches = np.empty(B * K * C * n * Y, width)
-            run_threaded(_kernel(_UNFOLD_COLUMNS), (flat, patches, sources, n0, strides[0],
-                                                    strides[1], strides[-1], n, Y, K, C), B * K)
-            return patches.view(x.dtype).reshape(B, K * C, n * Y).transpose(0, 2, 1)
-        patches = np.empty(B * n * Y * K * C, width)
-        run_threaded(_kernel(_UNFOLD_ROWS), (flat, patches, sources, n0, strides[0],
-                                             strides[1], strides[-1], n, Y, K, C),
+        B, C, (sb, si, *_, sf), n = self.B, self.C, self.strides, n1 - n0
+        if self.columns:
+            patches = np.empty(B * K * C * n * Y, self.width)
+            run_threaded(_kernel(_UNFOLD_COLUMNS), (self.flat, patches, sources.ravel(), n0,
+                                                    sb, si, sf, n, Y, K, C), B * K)
+            return patches.view(self.dtype).reshape(B, K * C, n * Y).transpose(0, 2, 1)
+        patches = np.empty(B * n * Y * K * C, self.width)
+        run_threaded(_kernel(_UNFOLD_ROWS), (self.flat, patches, sources.ravel(), runs.ravel(),
+                                             n0, sb, si, sf, n, Y, K, C, 0),
                      B * n * -(-Y // BLOCK))
-        return patches.view(x.dtype).reshape(B, n * Y, K * C)
-    return fill
+        return patches.view(self.dtype).reshape(B, n * Y, K * C)
+
+    def rows(self, patches: np.ndarray, c0: int, c1: int, r0: int, nimg: int, phase) -> None:
+        """The patch rows of chunks c0..c1 (r0: the first one's row) of nimg images (B = 1)
+        into `patches` (flat, of the filler's width), on this thread."""
+        sources, runs = self.sources(phase)
+        Y, K = sources.shape
+        sb, si, *_, sf = self.strides
+        _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), runs.ravel(), 0, sb, si, sf,
+                              nimg, Y, K, self.C, r0, np.array([c0], np.int64), c1)
+
+
+def _unfold(x: np.ndarray, dims: list):
+    """The patch filler for x [B, N', *S, C] (see numpy_ref.convolution)."""
+    width = _WIDTHS.get(x.itemsize)
+    return ref._unfold(x, dims) if width is None else _Unfold(x, width)
+
+
+TASK_BYTES = 1 << 20     # a thread's patch rows, unfolded and multiplied while in its cache
+
+
+def _conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize) -> None:
+    """One phase's outputs (the reference's _conv_phase) in one group: each thread unfolds
+    a block of patch rows of about TASK_BYTES into its own buffer and multiplies it (BLAS at
+    one thread) into out's rows, while the patches are in its cache: the patch matrix is
+    never written out whole (for a 3x3 convolution of 64 channels, nine times the input).
+    Blocks are of BLOCK outputs where the phase's outputs are all of out's positions in
+    order (no lhs dilation), else of whole images, whose products are then copied to the
+    phase's positions. The reference's chunks for groups and the transposed patches."""
+    if not (isinstance(fill, _Unfold) and not fill.columns and B == 1 and groups == 1
+            and out.dtype.kind in "fc" and out.flags.c_contiguous):
+        return ref._conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize)
+    Y, K = fill.sources(phase)[0].shape
+    direct = all(p.first == 0 and p.period == 1 for p in phase)
+    n, blocks, row_bytes = out.shape[0], -(-Y // BLOCK), K * C * itemsize
+    chunks = n * blocks
+    if direct:
+        per = max(1, min(TASK_BYTES // (BLOCK * row_bytes), -(-chunks // NUM_THREADS)))
+        dest = out.reshape(-1, Og)
+    else:
+        per = blocks * max(1, min(TASK_BYTES // (Y * row_bytes), -(-n // NUM_THREADS)))
+        dest = out[(slice(None), *(slice(p.first, None, p.period) for p in phase))]
+    tasks = -(-chunks // per)
+    wg = w.reshape(K * C, Og)
+
+    def row(c):                                     # the first row of chunk c
+        return c // blocks * Y + min(c % blocks * BLOCK, Y)
+    claim = itertools.count().__next__              # atomic under the GIL
+
+    def work():
+        buffer = np.empty(per * BLOCK * K * C, fill.width)
+        patches = buffer.view(out.dtype)
+        product = None if direct else np.empty((per // blocks * Y, Og), out.dtype)
+        while (t := claim()) < tasks:
+            c0, c1 = t * per, min(chunks, (t + 1) * per)
+            r0, r1 = row(c0), row(c1)
+            fill.rows(buffer, c0, c1, r0, n, phase)
+            a = patches[:(r1 - r0) * K * C].reshape(r1 - r0, K * C)
+            if direct:
+                np.matmul(a, wg, out=dest[r0:r1])
+            else:                                   # (whole images: c0, c1 divide by blocks)
+                res = np.matmul(a, wg, out=product[:r1 - r0])
+                dest[c0 // blocks:c1 // blocks] = res.reshape(-1, *dest.shape[1:])
+    with one_blas_thread:
+        on_all_threads(work)
 
 
 def conv_general_dilated(lhs, rhs, **params):
-    return ref.conv_general_dilated(lhs, rhs, unfold=_unfold, matmul=matmul, **params)
+    return ref.conv_general_dilated(lhs, rhs, unfold=_unfold, matmul=matmul,
+                                    conv_phase=_conv_phase, **params)

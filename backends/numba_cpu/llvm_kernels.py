@@ -119,13 +119,20 @@ def _jit():
     return _JIT
 
 
+# dtype -> its name, for the dtypes above in native byte order (NumPy builds `dtype.name`
+# in Python: 2.5 us a call, most of a kernel call's dispatch before this table)
+_NAMES = {np.dtype(name): name for name in _DTYPES}
+
+
 def _signature(args) -> tuple | None:
     """The argument types the translator compiles for, or None (numba takes the call)."""
     sig = []
     for a in args:
-        if isinstance(a, np.ndarray):
-            name = a.dtype.name
-            if name not in _DTYPES or not a.flags.c_contiguous:
+        if type(a) is int:
+            sig.append("int64")
+        elif isinstance(a, np.ndarray):
+            name = _NAMES.get(a.dtype)
+            if name is None or not a.flags.c_contiguous:
                 return None
             sig.append(("arr", name))
         elif isinstance(a, tuple):

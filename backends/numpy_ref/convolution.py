@@ -68,14 +68,15 @@ def _spacing(p: _Phase) -> int:
 
 def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                          dimension_numbers, feature_group_count, batch_group_count, precision,
-                         preferred_element_type, unfold=None, matmul=np.matmul):
+                         preferred_element_type, unfold=None, matmul=np.matmul,
+                         conv_phase=None):
     """The convolution, phase by phase (`_phases`), im2col then matmul. `unfold(x, dims)`
     (x [B, N', *S, C], dims the phases of each spatial dim) returns
     `fill(n0, n1, phase)`, which gives the patches of images n0..n1 as a [B, rows, K·C]
     matrix (rows: image, then the phase's outputs; columns: the taps, then the features;
     zeros where a tap reads a pad), in whatever memory layout suits it; `matmul`
-    multiplies [groups, rows, K·I] @ [groups, K·I, Og]. The numba backend passes its own
-    of both."""
+    multiplies [groups, rows, K·I] @ [groups, K·I, Og]; `conv_phase` (as _conv_phase)
+    computes one phase's outputs with them. The numba backend passes its own of all three."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     lspec, rspec, ospec = dimension_numbers
     out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
@@ -101,7 +102,8 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     fill = (unfold or _unfold)(x.reshape(B, Nb, *in_sp, C), dims)    # batch groups first
     for phase in itertools.product(*dims):
         wp = w[np.ix_(*(p.taps for p in phase))] if len(phase) else w
-        _conv_phase(out, fill, matmul, wp, phase, B, C, G, I, Og, groups, cdt.itemsize)
+        (conv_phase or _conv_phase)(out, fill, matmul, wp, phase, B, C, G, I, Og, groups,
+                                    cdt.itemsize)
     return _finish(out, ospec, out_dtype)
 
 
