@@ -272,12 +272,15 @@ def test_the_numba_backends_unfolding_moves_every_dtype_in_every_layout(dtype, m
     kernel per width; complex128's 16 bytes by NumPy): every dtype gives the reference's
     results exactly, read in three memory orders of the same lhs: the canonical one,
     features outermost (images closer together than features: the transposed fill) and
-    channels last (features strided by one)."""
+    channels last (features strided by one). (With one block per product: the transposed
+    patches' sums over lanes of taps are another order of the same sums, tested below.)"""
     import ml_dtypes
 
     from fnad.backends.numba_cpu import conv
     from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
     from fnad.primitives import convolution as cv
+    for name, value in (("NUM_THREADS", 1), ("LANES_PER_THREAD", 1), ("TASK_BYTES", 1 << 30)):
+        monkeypatch.setattr(conv, name, value)
     ran, kernel = [], conv._kernel
     monkeypatch.setattr(conv, "_kernel", lambda source: (ran.append(source), kernel(source))[1])
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
@@ -335,3 +338,42 @@ def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_byte
                 chunks[-1][1]))
             assert len(chunks) > 1 and (task_bytes > 1 or all(
                 c1 - c0 == 1 for c0, c1 in chunks))
+
+
+@pytest.mark.parametrize("task_bytes", [1, 3000, 1 << 20])
+def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_bytes,
+                                                                        monkeypatch):
+    """A convolution whose lhs has its images closer together than its features (a weight
+    gradient: the forward pass's input with batch and features exchanged) is a sum over
+    taps and the forward pass's batch: the numba backend's threads take lanes of taps,
+    each summed a block of taps at a time (blocks of one tap to a whole lane), and the
+    lanes are added in order: the reference's values to rounding, the same bits in every
+    call (whichever thread takes which lane), every tap once; under lhs dilation too."""
+    from fnad.backends.numba_cpu import conv
+    from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
+    monkeypatch.setattr(conv, "TASK_BYTES", task_bytes)
+    blocks, taps = [], conv._Unfold.taps
+
+    def record(self, patches, t0, t1, n, phase):
+        blocks.append((phase, self.sources(phase).shape[1], t0, t1))
+        taps(self, patches, t0, t1, n, phase)
+    monkeypatch.setattr(conv._Unfold, "taps", record)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((6, 9, 11, 5)).astype(np.float32)     # forward: NHWC, 5 -> 4
+    dy = rng.standard_normal((6, 4, 5, 4)).astype(np.float32)
+    dn = ((3, 0, 1, 2), (3, 0, 1, 2), (0, 3, 1, 2))    # batch <-> feature: out [5, kh, kw, 4]
+    for lhs_dilation, padding in [((1, 1), ((0, 1), (1, 0))), ((2, 1), ((1, 1), (0, 2)))]:
+        params = dict(window_strides=(1, 1), padding=padding, lhs_dilation=lhs_dilation,
+                      rhs_dilation=(2, 2), dimension_numbers=dn, feature_group_count=1,
+                      batch_group_count=1, precision=None, preferred_element_type=None)
+        want = numpy_conv(x, dy, **params)
+        blocks.clear()
+        got = conv.conv_general_dilated(x, dy, **params)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+        covered = {}
+        for phase, K, t0, t1 in blocks:
+            covered.setdefault((phase, K), []).extend(range(t0, t1))
+        assert covered and all(sorted(ts) == list(range(K)) for (_, K), ts in covered.items())
+        assert task_bytes > 1 or all(t1 - t0 == 1 for *_, t0, t1 in blocks)
+        for _ in range(4):
+            np.testing.assert_array_equal(conv.conv_general_dilated(x, dy, **params), got)

@@ -80,16 +80,21 @@ def kernel(x, patches, sources, runs, n0, sb, si, step, nimg, Y, K, C, r0, count
     return 0
 """
 
-# unfold_columns: the same patches stored as [B, K, C, n, Y], for an x whose images lie
-# closer together in memory than its features (a weight gradient's lhs, its batch and
-# feature dims exchanged): the inner loops run along both. Chunk c: (b, t). Indices are
-# unsigned, as in every kernel (kernels.py).
+# unfold_columns: the same patches transposed, for an x whose images lie closer together in
+# memory than its features (a weight gradient's lhs, its batch and feature dims exchanged):
+# patches[b, t, f, ...] for tap t's feature f is a block of nimg x Y elements, element (i, y)
+# at i * oi + y * oy: [B, K, C, n, Y] (oi = Y, oy = 1: the rows the reference's matmul
+# takes) or [B, K, C, Y, n] (oi = 1, oy = n: the images side by side, as they are in x, so
+# each (t, f, y) is one run copied along memory; the blocks of taps _summed_over_taps
+# multiplies). Less the first t0 taps' (a range of taps: its chunks only). Chunk c: (b, t).
+# Indices are unsigned, as in every kernel (kernels.py).
 _UNFOLD_COLUMNS = """
 @numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
-def kernel(x, patches, sources, n0, sb, si, sf, nimg, Y, K, C, counter, chunks):
+def kernel(x, patches, sources, n0, sb, si, sf, nimg, Y, K, C, t0, oi, oy, counter, chunks):
     ch = np.uint64(chunks)
     u0, usb, usi, usf = np.uint64(n0), np.uint64(sb), np.uint64(si), np.uint64(sf)
     un, uY, uK, uC = np.uint64(nimg), np.uint64(Y), np.uint64(K), np.uint64(C)
+    ut0, uoi, uoy = np.uint64(t0), np.uint64(oi), np.uint64(oy)
     while True:
         c = fetch_add(counter)
         if c >= ch:
@@ -97,15 +102,22 @@ def kernel(x, patches, sources, n0, sb, si, sf, nimg, Y, K, C, counter, chunks):
         b = c // uK
         t = c - b * uK
         for f in range(uC):
-            for i in range(un):
-                base = b * usb + f * usf + (u0 + i) * usi
-                out = (((b * uK + t) * uC + f) * un + i) * uY
-                for y in range(uY):
-                    src = sources[y * uK + t]
-                    if src < 0:
-                        patches[out + y] = 0
-                    else:
-                        patches[out + y] = x[base + np.uint64(src)]
+            base = b * usb + f * usf + u0 * usi
+            block = ((b * uK + t - ut0) * uC + f) * un * uY
+            for y in range(uY):
+                src = sources[y * uK + t]
+                out = block + y * uoy
+                if src < 0:
+                    for i in range(un):
+                        patches[out + i * uoi] = 0
+                elif usi == np.uint64(1) and uoi == np.uint64(1):
+                    at = base + np.uint64(src)
+                    for i in range(un):
+                        patches[out + i] = x[at + i]
+                else:
+                    at = base + np.uint64(src)
+                    for i in range(un):
+                        patches[out + i * uoi] = x[at + i * usi]
     return 0
 """
 _WIDTHS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -144,10 +156,12 @@ def _runs(sources: np.ndarray, C: int, step: int) -> np.ndarray:
     if step == 1 and K > 1:
         a, b = sources[:, :-1], sources[:, 1:]
         joins[:, 1:] = ((a >= 0) & (b == a + C)) | ((a < 0) & (b < 0))
-    taps = np.ones((Y, K), np.int64)
-    for t in range(K - 2, -1, -1):                   # a run's length, counted from its end
-        taps[:, t] += np.where(joins[:, t + 1], taps[:, t + 1], 0)
-    return np.where(joins, 0, taps * C)
+    t = np.arange(K)
+    # the first run start after each tap (K: none), from the right
+    starts = np.where(joins, K, t)
+    after = np.minimum.accumulate(starts[:, ::-1], axis=1)[:, ::-1]
+    after = np.concatenate([after[:, 1:], np.full((Y, 1), K)], axis=1)
+    return np.where(joins, 0, (after - t) * C)
 
 
 def _memory(x: np.ndarray):
@@ -180,25 +194,33 @@ class _Unfold:
         self.columns = x.shape[1] > 1 and 0 <= self.strides[1] < self.strides[-1]
         self.tables: dict = {}                         # phase -> its offsets, for every chunk
 
-    def sources(self, phase) -> tuple:
-        """([Y, K] as _sources gives it, the same as _runs gives it), per phase."""
-        tables = self.tables.get(phase)
-        if tables is None:
-            src = _sources(self.spatial, phase, self.strides[2:-1])
-            tables = self.tables[phase] = (src, _runs(src, self.C, self.strides[-1]))
-        return tables
+    def sources(self, phase) -> np.ndarray:
+        """[Y, K] as _sources gives it, per phase."""
+        src = self.tables.get(phase)
+        if src is None:
+            src = self.tables[phase] = _sources(self.spatial, phase, self.strides[2:-1])
+        return src
+
+    def runs(self, phase) -> np.ndarray:
+        """[Y, K] as _runs gives it, per phase (for the rows layout)."""
+        runs = self.tables.get((phase, "runs"))
+        if runs is None:
+            runs = _runs(self.sources(phase), self.C, self.strides[-1])
+            self.tables[phase, "runs"] = runs
+        return runs
 
     def __call__(self, n0, n1, phase):
-        sources, runs = self.sources(phase)
+        sources = self.sources(phase)
         Y, K = sources.shape
         B, C, (sb, si, *_, sf), n = self.B, self.C, self.strides, n1 - n0
         if self.columns:
             patches = np.empty(B * K * C * n * Y, self.width)
             run_threaded(_kernel(_UNFOLD_COLUMNS), (self.flat, patches, sources.ravel(), n0,
-                                                    sb, si, sf, n, Y, K, C), B * K)
+                                                    sb, si, sf, n, Y, K, C, 0, Y, 1), B * K)
             return patches.view(self.dtype).reshape(B, K * C, n * Y).transpose(0, 2, 1)
         patches = np.empty(B * n * Y * K * C, self.width)
-        run_threaded(_kernel(_UNFOLD_ROWS), (self.flat, patches, sources.ravel(), runs.ravel(),
+        run_threaded(_kernel(_UNFOLD_ROWS), (self.flat, patches, sources.ravel(),
+                                             self.runs(phase).ravel(),
                                              n0, sb, si, sf, n, Y, K, C, 0),
                      B * n * -(-Y // BLOCK))
         return patches.view(self.dtype).reshape(B, n * Y, K * C)
@@ -206,11 +228,22 @@ class _Unfold:
     def rows(self, patches: np.ndarray, c0: int, c1: int, r0: int, nimg: int, phase) -> None:
         """The patch rows of chunks c0..c1 (r0: the first one's row) of nimg images (B = 1)
         into `patches` (flat, of the filler's width), on this thread."""
-        sources, runs = self.sources(phase)
+        sources = self.sources(phase)
         Y, K = sources.shape
         sb, si, *_, sf = self.strides
-        _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), runs.ravel(), 0, sb, si, sf,
+        _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), self.runs(phase).ravel(),
+                              0, sb, si, sf,
                               nimg, Y, K, self.C, r0, np.array([c0], np.int64), c1)
+
+
+    def taps(self, patches: np.ndarray, t0: int, t1: int, nimg: int, phase) -> None:
+        """The transposed patches of taps t0..t1 of nimg images (B = 1), [t1 - t0, C, Y,
+        nimg], into `patches` (flat, of the filler's width), on this thread."""
+        sources = self.sources(phase)
+        Y, K = sources.shape
+        sb, si, *_, sf = self.strides
+        _kernel(_UNFOLD_COLUMNS)(self.flat, patches, sources.ravel(), 0, sb, si, sf, nimg, Y,
+                                 K, self.C, t0, 1, nimg, np.array([t0], np.int64), t1)
 
 
 def _unfold(x: np.ndarray, dims: list):
@@ -230,11 +263,17 @@ def _conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize) 
     Blocks are of BLOCK outputs where the phase's outputs are all of out's positions in
     order (no lhs dilation), else of whole images, whose products are then copied to the
     phase's positions. The reference's chunks for groups and the transposed patches."""
-    if not (isinstance(fill, _Unfold) and not fill.columns and B == 1 and groups == 1
+    if not (isinstance(fill, _Unfold) and B == 1 and groups == 1
             and out.dtype.kind in "fc" and out.flags.c_contiguous):
         return ref._conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize)
-    Y, K = fill.sources(phase)[0].shape
+    Y, K = fill.sources(phase).shape
     direct = all(p.first == 0 and p.period == 1 for p in phase)
+    dest = out if direct else out[(slice(None), *(slice(p.first, None, p.period)
+                                                  for p in phase))]
+    if fill.columns:
+        if not _summed_over_taps(dest, fill, w, phase, C, Og, itemsize):
+            ref._conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize)
+        return
     n, blocks, row_bytes = out.shape[0], -(-Y // BLOCK), K * C * itemsize
     chunks = n * blocks
     if direct:
@@ -242,7 +281,6 @@ def _conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize) 
         dest = out.reshape(-1, Og)
     else:
         per = blocks * max(1, min(TASK_BYTES // (Y * row_bytes), -(-n // NUM_THREADS)))
-        dest = out[(slice(None), *(slice(p.first, None, p.period) for p in phase))]
     tasks = -(-chunks // per)
     wg = w.reshape(K * C, Og)
 
@@ -266,6 +304,58 @@ def _conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize) 
                 dest[c0 // blocks:c1 // blocks] = res.reshape(-1, *dest.shape[1:])
     with one_blas_thread:
         on_all_threads(work)
+
+
+LANES_PER_THREAD = 2       # the sum over taps: partial sums, claimed by the threads
+SUM_BYTES = 64 << 20       # at most this much for those partial sums
+
+
+def _summed_over_taps(dest, fill, w, phase, C, Og, itemsize) -> bool:
+    """One phase's outputs where the patches are transposed (a weight gradient: few outputs,
+    a long contraction over taps and the forward pass's batch): its taps in contiguous
+    lanes, each a partial sum that a thread computes a block of about TASK_BYTES of
+    patches at a time, unfolded into its own buffer and multiplied while in its cache (the
+    patch matrix, taps x batch by outputs, is never written out whole; each block's
+    product its own slice of the kernel's rows, packed once); out is the lanes' sum, in
+    lane order, so that a result does not depend on which thread took which lane. False
+    (nothing done) where one tap's block or the partial sums would be too large."""
+    Y, K = fill.sources(phase).shape
+    n = dest.shape[0]
+    rows, tap_bytes = n * Y, C * n * Y * itemsize
+    lanes = min(K, LANES_PER_THREAD * NUM_THREADS)
+    if tap_bytes > ref._PATCH_BYTES or lanes * rows * Og * itemsize > SUM_BYTES:
+        return False
+    per = max(1, TASK_BYTES // tap_bytes)
+    bounds = [K * j // lanes for j in range(lanes + 1)]
+    sums = [None] * lanes
+    wg = w.reshape(K * C, Og)
+    claim = itertools.count().__next__              # atomic under the GIL
+
+    def work():
+        buffer = np.empty(min(per, K) * C * rows, fill.width)
+        patches = buffer.view(dest.dtype)
+        product = None
+        while (j := claim()) < lanes:
+            total = None
+            for t0 in range(bounds[j], bounds[j + 1], per):
+                t1 = min(bounds[j + 1], t0 + per)
+                fill.taps(buffer, t0, t1, n, phase)
+                a = patches[:(t1 - t0) * C * rows].reshape((t1 - t0) * C, rows).T
+                if total is None:
+                    total = np.matmul(a, wg[t0 * C:t1 * C])
+                else:
+                    if product is None:
+                        product = np.empty((rows, Og), dest.dtype)
+                    total += np.matmul(a, wg[t0 * C:t1 * C], out=product)
+            sums[j] = total
+    with one_blas_thread:
+        on_all_threads(work)
+    total = sums[0]
+    for s in sums[1:]:
+        total += s
+    # rows (position, image) -> dest [images, *positions, Og]
+    dest[...] = np.moveaxis(total.reshape(*dest.shape[1:-1], n, Og), -2, 0)
+    return True
 
 
 def conv_general_dilated(lhs, rhs, **params):
