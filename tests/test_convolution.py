@@ -348,7 +348,8 @@ def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_byt
     taps and the forward pass's batch: the numba backend's threads take lanes of taps,
     each summed a block of taps at a time (blocks of one tap to a whole lane), and the
     lanes are added in order: the reference's values to rounding, the same bits in every
-    call (whichever thread takes which lane), every tap once; under lhs dilation too."""
+    call (whichever thread takes which lane), every tap once; in phases too (lhs dilation
+    with a window stride)."""
     from fnad.backends.numba_cpu import conv
     from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
     monkeypatch.setattr(conv, "TASK_BYTES", task_bytes)
@@ -362,8 +363,9 @@ def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_byt
     x = rng.standard_normal((6, 9, 11, 5)).astype(np.float32)     # forward: NHWC, 5 -> 4
     dy = rng.standard_normal((6, 4, 5, 4)).astype(np.float32)
     dn = ((3, 0, 1, 2), (3, 0, 1, 2), (0, 3, 1, 2))    # batch <-> feature: out [5, kh, kw, 4]
-    for lhs_dilation, padding in [((1, 1), ((0, 1), (1, 0))), ((2, 1), ((1, 1), (0, 2)))]:
-        params = dict(window_strides=(1, 1), padding=padding, lhs_dilation=lhs_dilation,
+    for strides, lhs_dilation, padding in [((1, 1), (1, 1), ((0, 1), (1, 0))),
+                                           ((2, 1), (3, 1), ((1, 1), (0, 2)))]:
+        params = dict(window_strides=strides, padding=padding, lhs_dilation=lhs_dilation,
                       rhs_dilation=(2, 2), dimension_numbers=dn, feature_group_count=1,
                       batch_group_count=1, precision=None, preferred_element_type=None)
         want = numpy_conv(x, dy, **params)
@@ -377,3 +379,61 @@ def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_byt
         assert task_bytes > 1 or all(t1 - t0 == 1 for *_, t0, t1 in blocks)
         for _ in range(4):
             np.testing.assert_array_equal(conv.conv_general_dilated(x, dy, **params), got)
+
+
+@pytest.mark.parametrize("task_bytes", [1, 1 << 20])
+def test_the_numba_backends_lhs_dilated_convolution_adds_each_inputs_products(task_bytes,
+                                                                              monkeypatch):
+    """An lhs-dilated convolution at window stride 1 (the input gradient of a strided one)
+    on the numba backend: every input position times every tap (one product per block of
+    whole images, a thread each), added to the output each lands on (conv._scattered):
+    the reference's values to rounding over 60 random ranks 1-3, dilations of both sides,
+    pads (negative too), layouts and dtypes; the same bits in every call; and the path ran
+    (where it does not apply, a window stride or groups, the reference's phases)."""
+    import ml_dtypes
+
+    from fnad.backends.numba_cpu import conv
+    from fnad.backends.numpy_ref.convolution import conv_general_dilated as numpy_conv
+    from fnad.primitives import convolution as cv
+    monkeypatch.setattr(conv, "TASK_BYTES", task_bytes)
+    ran, kernel = [], conv._kernel
+    monkeypatch.setattr(conv, "_kernel", lambda source: (ran.append(source), kernel(source))[1])
+    rng = np.random.default_rng(7)
+    for case in range(60):
+        nd = 1 + case % 3
+        dt = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16][case % 4]
+        x = rng.standard_normal((int(rng.integers(1, 4)), int(rng.integers(1, 5)),
+                                 *rng.integers(1, 6, nd))).astype(dt)
+        w = rng.standard_normal((int(rng.integers(1, 4)), x.shape[1],
+                                 *rng.integers(1, 4, nd))).astype(dt)
+        if case % 5 == 0:                                    # channels last in memory
+            x = np.ascontiguousarray(np.moveaxis(x, 1, -1)).transpose(0, nd + 1,
+                                                                     *range(1, nd + 1))
+        dilation = tuple(int(d) for d in rng.integers(1, 4, nd))
+        dilation = (2, *dilation[1:]) if max(dilation) == 1 else dilation
+        params = dict(window_strides=(1,) * nd, padding=tuple(
+                          (int(lo), int(hi)) for lo, hi in rng.integers(-1, 4, (nd, 2))),
+                      lhs_dilation=dilation, rhs_dilation=tuple(rng.integers(1, 3, nd)),
+                      dimension_numbers=cv.conv_dimension_numbers(x.shape, w.shape, None),
+                      feature_group_count=1, batch_group_count=1, precision=None,
+                      preferred_element_type=None)
+        want = numpy_conv(x, w, **params)
+        ran.clear()
+        got = conv.conv_general_dilated(x, w, **params)
+        assert got.dtype == want.dtype and got.shape == want.shape, params
+        tol = {2: 1e-2, 4: 1e-5, 8: 1e-12}[np.dtype(dt).itemsize]
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+                                   atol=tol, err_msg=str(params))
+        assert ran == ([conv._SCATTER_ADD] if got.size else []), params
+        np.testing.assert_array_equal(conv.conv_general_dilated(x, w, **params), got)
+    x = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    for strides, groups in (((2, 1), 1), ((1, 1), 2)):         # the reference's phases
+        w = rng.standard_normal((4, 4 // groups, 3, 3)).astype(np.float32)
+        params = dict(window_strides=strides, padding=((1, 1), (1, 1)), lhs_dilation=(2, 2),
+                      rhs_dilation=(1, 1), dimension_numbers=cv.conv_dimension_numbers(
+                          x.shape, w.shape, None), feature_group_count=groups,
+                      batch_group_count=1, precision=None, preferred_element_type=None)
+        ran.clear()
+        np.testing.assert_allclose(conv.conv_general_dilated(x, w, **params),
+                                   numpy_conv(x, w, **params), rtol=1e-5, atol=1e-5)
+        assert conv._SCATTER_ADD not in ran

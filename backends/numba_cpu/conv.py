@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
 
 import numpy as np
@@ -25,6 +26,9 @@ import numpy as np
 from fnad.backends.numba_cpu.gemm import matmul, one_blas_thread
 from fnad.backends.numba_cpu.threads import NUM_THREADS, on_all_threads, run_threaded
 from fnad.backends.numpy_ref import convolution as ref
+from fnad.backends.numpy_ref.linalg import _compute_dtype
+from fnad.primitives import convolution as cv
+from fnad.primitives.linalg import dot_general_result_dtype
 
 BLOCK = 64                       # output positions per chunk a thread claims
 
@@ -118,6 +122,29 @@ def kernel(x, patches, sources, n0, sb, si, sf, nimg, Y, K, C, t0, oi, oy, count
                     at = base + np.uint64(src)
                     for i in range(un):
                         patches[out + i * uoi] = x[at + i * usi]
+    return 0
+"""
+# scatter_add: out[img, dst[j, k], :] += products[img - i0, j, k, :] for the images i0 +
+# (chunks of the counter) of a block, where dst is >= 0: each input position j's product
+# with tap k, added to the output it lands on (an lhs-dilated convolution, from its
+# inputs). out [N, Y, O], products [n, J, K, O], flat.
+_SCATTER_ADD = """
+@numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
+def kernel(out, products, dst, i0, J, K, Y, O, counter, chunks):
+    ch = np.uint64(chunks)
+    ui0, uJ, uK, uY, uO = np.uint64(i0), np.uint64(J), np.uint64(K), np.uint64(Y), np.uint64(O)
+    while True:
+        c = fetch_add(counter)
+        if c >= ch:
+            break
+        for j in range(uJ):
+            for k in range(uK):
+                d = dst[j * uK + k]
+                if d >= 0:
+                    at = ((ui0 + c) * uY + np.uint64(d)) * uO
+                    src = ((c * uJ + j) * uK + k) * uO
+                    for o in range(uO):
+                        out[at + o] = out[at + o] + products[src + o]
     return 0
 """
 _WIDTHS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -358,6 +385,74 @@ def _summed_over_taps(dest, fill, w, phase, C, Og, itemsize) -> bool:
     return True
 
 
+def _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation) -> np.ndarray:
+    """[J, K]: the output position (row-major over the spatial dims) that input position j
+    (row-major) reaches through tap k at window stride 1, -1 where none: output y reads
+    the dilated, padded input at y + k * rd, element j where that is j * ld + lo."""
+    dst, keep = np.zeros((1, 1), np.int64), np.ones((1, 1), bool)
+    for n, k, y, (lo, _), ld, rd in zip(in_sp, window, out_sp, padding, lhs_dilation,
+                                        rhs_dilation):
+        pos = (np.arange(n) * ld + lo)[:, None] - (np.arange(k) * rd)[None, :]    # [n, k]
+        J, K = dst.shape
+        shape = (J * n, K * k)
+        dst = (dst[:, None, :, None] * y + pos[None, :, None, :]).reshape(shape)
+        keep = (keep[:, None, :, None] & ((pos >= 0) & (pos < y))[None, :, None, :]
+                ).reshape(shape)
+    return np.where(keep, dst, -1)
+
+
+def _scattered(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+               dimension_numbers, feature_group_count, batch_group_count, precision,
+               preferred_element_type):
+    """An lhs-dilated convolution at window stride 1 (the input gradient of a strided
+    convolution) from its inputs: each input position times every tap of the kernel (one
+    product [positions, C] @ [C, K·O], no zeros of the dilation multiplied), added to the
+    outputs each lands on. Each thread takes a block of whole images (their products about
+    TASK_BYTES, added while in its cache), so no two threads add to one output. None where
+    that does not apply (no lhs dilation, a window stride, groups, a dtype the kernels do
+    not add): the reference's phases then."""
+    if (all(d == 1 for d in lhs_dilation) or any(s != 1 for s in window_strides)
+            or feature_group_count != 1 or batch_group_count != 1):
+        return None
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    lspec, rspec, ospec = dimension_numbers
+    out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    cdt = _compute_dtype(out_dtype)
+    if cdt not in (np.float32, np.float64):
+        return None
+    x = np.ascontiguousarray(np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])), cdt)
+    w = np.transpose(rhs, (*rspec[2:], rspec[1], rspec[0])).astype(cdt, copy=False)
+    N, C, O = x.shape[0], x.shape[-1], w.shape[-1]
+    in_sp, window = x.shape[1:-1], w.shape[:-2]
+    out_sp = cv.conv_out_spatial(in_sp, window, window_strides=window_strides,
+                                 padding=padding, lhs_dilation=lhs_dilation,
+                                 rhs_dilation=rhs_dilation)
+    J, K, Y = math.prod(in_sp), math.prod(window), math.prod(out_sp)
+    out = np.zeros((N, *out_sp, O), cdt)
+    if N and O and C and J and K and Y:
+        dst = _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation)
+        rows, wk = x.reshape(N * J, C), np.ascontiguousarray(
+            np.moveaxis(w.reshape(K, C, O), 1, 0)).reshape(C, K * O)   # [C, K·O]
+        per = max(1, min(TASK_BYTES // (J * K * O * x.itemsize), -(-N // NUM_THREADS)))
+        tasks = -(-N // per)
+        add, flat, dst = _kernel(_SCATTER_ADD), out.reshape(-1), dst.ravel()
+        claim = itertools.count().__next__              # atomic under the GIL
+
+        def work():
+            products = np.empty((per * J, K * O), cdt)
+            while (t := claim()) < tasks:
+                i0, i1 = t * per, min(N, (t + 1) * per)
+                np.matmul(rows[i0 * J:i1 * J], wk, out=products[:(i1 - i0) * J])
+                add(flat, products.reshape(-1), dst, i0, J, K, Y, O,
+                    np.zeros(1, np.int64), i1 - i0)
+        with one_blas_thread:
+            on_all_threads(work)
+    return ref._finish(out, ospec, out_dtype)
+
+
 def conv_general_dilated(lhs, rhs, **params):
+    out = _scattered(lhs, rhs, **params)
+    if out is not None:
+        return out
     return ref.conv_general_dilated(lhs, rhs, unfold=_unfold, matmul=matmul,
                                     conv_phase=_conv_phase, **params)
