@@ -1,18 +1,33 @@
 """conv_general_dilated for the numba backend: the NumPy reference's phases and im2col
-(numpy_ref/convolution.py), with the patches written by a kernel on the backend's threads
-(compiled as the fused kernels are: by fnad's LLVM translator, without numba, by default)
-and the GEMMs run by gemm.matmul (its chunks, BLAS at one thread).
+(numpy_ref/convolution.py), with the patches written by kernels (compiled as the fused
+kernels are: by fnad's LLVM translator, without numba, by default) on the backend's
+threads, each thread multiplying what it unfolded (BLAS at one thread) while it is in its
+cache, and an lhs-dilated convolution computed from its inputs.
 
 NumPy writes the patches with one strided copy per tap, after padding the input (and
 copying it to the canonical layout first, if it is not): for a 3×3 kernel over 32
 channels, nine copies of 128-byte runs, at 2-3 GB/s on the 2-core machine this was written
 on. The kernels read the input unpadded (a tap outside it writes zeros) where it lies, in
-any permuted layout, the threads claiming blocks of output positions. Where the images lie
-closer together than the features (a weight gradient: the lhs with its batch and feature
-dims exchanged, so that the contraction runs along the batch of the forward pass), the
-patch matrix is written transposed, features by images, and BLAS reads it so: both the
-reads and the writes then run along memory (a copy of that lhs to the canonical layout
-took 6 ms of the 11 ms of the CNN benchmark's largest weight gradient).
+any permuted layout. Three ways, by what the convolution is (one group; others take the
+reference's chunks with these fillers):
+
+    rows          a block of output positions' patches (about TASK_BYTES), then its product
+                  with the kernel, straight into the output's rows (_conv_phase): the patch
+                  matrix, nine times a 3x3 convolution's input, is never written out whole;
+                  runs of taps that lie side by side in x (a 3x3 row over NHWC) are one copy.
+    transposed    where the images lie closer together than the features (a weight
+                  gradient: the lhs with its batch and feature dims exchanged, the
+                  contraction along the forward pass's batch and the taps), the patches are
+                  written transposed, reads and writes along memory; threads take lanes of
+                  taps, each summed a block at a time, and the lanes are added in order
+                  (_summed_over_taps): the same bits whichever thread takes which lane.
+    scattered     an lhs-dilated convolution at window stride 1 (a strided convolution's
+                  input gradient): each input position times every tap, one product per
+                  block of images, added to the outputs each lands on (_scattered): none of
+                  the dilation's zeros is multiplied, and no phases.
+
+The last two sum a convolution's terms in another order than the reference's one product
+(docs/differences_from_jax.md, Numerics).
 """
 from __future__ import annotations
 
