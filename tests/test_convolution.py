@@ -437,15 +437,3 @@ def test_the_numba_backends_lhs_dilated_convolution_adds_each_inputs_products(ta
         np.testing.assert_allclose(conv.conv_general_dilated(x, w, **params),
                                    numpy_conv(x, w, **params), rtol=1e-5, atol=1e-5)
         assert conv._SCATTER_ADD not in ran
-
-
-def test_the_numba_backends_rows_filler_copies_runs_of_taps():
-    """conv._runs: taps whose channels lie side by side in x (each starting right after the
-    previous one's C elements, channels contiguous) are one copy, as are neighbouring pads
-    (-1); a tap inside a run moves nothing; with strided channels, each tap alone."""
-    from fnad.backends.numba_cpu import conv
-    sources = np.array([[0, 2, 4, -1, -1, 9], [-1, 3, 5, 8, 10, -1]])
-    np.testing.assert_array_equal(conv._runs(sources, 2, 1),
-                                  [[6, 0, 0, 4, 0, 2], [2, 4, 0, 4, 0, 2]])
-    np.testing.assert_array_equal(conv._runs(sources, 2, 3), np.full((2, 6), 2))
-    np.testing.assert_array_equal(conv._runs(sources[:, :1], 2, 1), [[2], [2]])

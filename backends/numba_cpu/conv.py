@@ -13,8 +13,7 @@ reference's chunks with these fillers):
 
     rows          a block of output positions' patches (about TASK_BYTES), then its product
                   with the kernel, straight into the output's rows (_conv_phase): the patch
-                  matrix, nine times a 3x3 convolution's input, is never written out whole;
-                  runs of taps that lie side by side in x (a 3x3 row over NHWC) are one copy.
+                  matrix, nine times a 3x3 convolution's input, is never written out whole.
     transposed    where the images lie closer together than the features (a weight
                   gradient: the lhs with its batch and feature dims exchanged, the
                   contraction along the forward pass's batch and the taps), the patches are
@@ -55,13 +54,11 @@ BLOCK = 64                       # output positions per chunk a thread claims
 #
 # unfold_rows: patches[b, i, y, t, :] = x[b, n0 + i, sources[y, t], :] (0 where sources is
 # -1, a pad), patches [B, n, Y, K, C] less its first r0 rows (a block of rows: its chunks
-# only); x's strides (b, image, feature) in elements are sb, si, step. runs[y, t]: how many
-# elements the copy from tap t on moves at once (taps side by side in x as in the patch row
-# make one run, as do neighbouring pads; 0 for a tap inside an earlier run: `_runs`).
-# Chunk c: image c // blocks, its block c % blocks of BLOCK outputs.
+# only); x's strides (b, image, feature) in elements are sb, si, step. Chunk c: image
+# c // blocks, its block c % blocks of BLOCK outputs.
 _UNFOLD_ROWS = f"""
 @numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
-def kernel(x, patches, sources, runs, n0, sb, si, step, nimg, Y, K, C, r0, counter, chunks):
+def kernel(x, patches, sources, n0, sb, si, step, nimg, Y, K, C, r0, counter, chunks):
     ch = np.uint64(chunks)
     u0, usb, usi, ustep = np.uint64(n0), np.uint64(sb), np.uint64(si), np.uint64(step)
     un, uY, uK, uC = np.uint64(nimg), np.uint64(Y), np.uint64(K), np.uint64(C)
@@ -80,22 +77,19 @@ def kernel(x, patches, sources, runs, n0, sb, si, step, nimg, Y, K, C, r0, count
             y1 = uY
         for y in range(y0, y1):
             for t in range(uK):
-                r = runs[y * uK + t]
-                if r > 0:
-                    n = np.uint64(r)
-                    src = sources[y * uK + t]
-                    out = ((img * uY + y - ur0) * uK + t) * uC
-                    if src < 0:
-                        for i in range(n):
-                            patches[out + i] = 0
-                    elif ustep == np.uint64(1):
-                        at = base + np.uint64(src)
-                        for i in range(n):
-                            patches[out + i] = x[at + i]
-                    else:
-                        at = base + np.uint64(src)
-                        for i in range(n):
-                            patches[out + i] = x[at + i * ustep]
+                src = sources[y * uK + t]
+                out = ((img * uY + y - ur0) * uK + t) * uC
+                if src < 0:
+                    for i in range(uC):
+                        patches[out + i] = 0
+                elif ustep == np.uint64(1):
+                    at = base + np.uint64(src)
+                    for i in range(uC):
+                        patches[out + i] = x[at + i]
+                else:
+                    at = base + np.uint64(src)
+                    for i in range(uC):
+                        patches[out + i] = x[at + i * ustep]
     return 0
 """
 
@@ -187,25 +181,6 @@ def _sources(spatial, phase, strides) -> np.ndarray:
     return np.where(pad, -1, src)
 
 
-def _runs(sources: np.ndarray, C: int, step: int) -> np.ndarray:
-    """[Y, K]: the elements unfold_rows moves at once from tap t on: C per tap, for a run of
-    taps whose channels lie side by side in x as in the patch row (channels contiguous,
-    step 1: a tap reads from right after the previous one's last element, a 3x3 kernel's
-    three taps of a row over NHWC) or that are all pads; 0 for the taps after a run's
-    first."""
-    Y, K = sources.shape
-    joins = np.zeros((Y, K), bool)                   # tap t continues tap t - 1's run
-    if step == 1 and K > 1:
-        a, b = sources[:, :-1], sources[:, 1:]
-        joins[:, 1:] = ((a >= 0) & (b == a + C)) | ((a < 0) & (b < 0))
-    t = np.arange(K)
-    # the first run start after each tap (K: none), from the right
-    starts = np.where(joins, K, t)
-    after = np.minimum.accumulate(starts[:, ::-1], axis=1)[:, ::-1]
-    after = np.concatenate([after[:, 1:], np.full((Y, 1), K)], axis=1)
-    return np.where(joins, 0, (after - t) * C)
-
-
 def _memory(x: np.ndarray):
     """(x's memory as a 1-d array, x's strides in elements): a view where x is a
     permutation of a contiguous array (what the canonical transposes give), else a copy."""
@@ -243,14 +218,6 @@ class _Unfold:
             src = self.tables[phase] = _sources(self.spatial, phase, self.strides[2:-1])
         return src
 
-    def runs(self, phase) -> np.ndarray:
-        """[Y, K] as _runs gives it, per phase (for the rows layout)."""
-        runs = self.tables.get((phase, "runs"))
-        if runs is None:
-            runs = _runs(self.sources(phase), self.C, self.strides[-1])
-            self.tables[phase, "runs"] = runs
-        return runs
-
     def __call__(self, n0, n1, phase):
         sources = self.sources(phase)
         Y, K = sources.shape
@@ -261,10 +228,8 @@ class _Unfold:
                                                     sb, si, sf, n, Y, K, C, 0, Y, 1), B * K)
             return patches.view(self.dtype).reshape(B, K * C, n * Y).transpose(0, 2, 1)
         patches = np.empty(B * n * Y * K * C, self.width)
-        run_threaded(_kernel(_UNFOLD_ROWS), (self.flat, patches, sources.ravel(),
-                                             self.runs(phase).ravel(),
-                                             n0, sb, si, sf, n, Y, K, C, 0),
-                     B * n * -(-Y // BLOCK))
+        run_threaded(_kernel(_UNFOLD_ROWS), (self.flat, patches, sources.ravel(), n0, sb, si,
+                                             sf, n, Y, K, C, 0), B * n * -(-Y // BLOCK))
         return patches.view(self.dtype).reshape(B, n * Y, K * C)
 
     def rows(self, patches: np.ndarray, c0: int, c1: int, r0: int, nimg: int, phase) -> None:
@@ -273,8 +238,7 @@ class _Unfold:
         sources = self.sources(phase)
         Y, K = sources.shape
         sb, si, *_, sf = self.strides
-        _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), self.runs(phase).ravel(),
-                              0, sb, si, sf,
+        _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), 0, sb, si, sf,
                               nimg, Y, K, self.C, r0, np.array([c0], np.int64), c1)
 
 
