@@ -381,12 +381,13 @@ def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_byt
             np.testing.assert_array_equal(conv.conv_general_dilated(x, dy, **params), got)
 
 
-@pytest.mark.parametrize("task_bytes", [1, 1 << 20])
+@pytest.mark.parametrize("task_bytes", [1, 300, 1 << 20])
 def test_the_numba_backends_lhs_dilated_convolution_adds_each_inputs_products(task_bytes,
                                                                               monkeypatch):
     """An lhs-dilated convolution at window stride 1 (the input gradient of a strided one)
     on the numba backend: every input position times every tap (one product per block of
-    whole images, a thread each), added to the output each lands on (conv._scattered):
+    whole images, a thread each, or per block of one image's positions where an image's
+    products exceed TASK_BYTES), added to the output each lands on (conv._scattered):
     the reference's values to rounding over 60 random ranks 1-3, dilations of both sides,
     pads (negative too), layouts and dtypes; the same bits in every call; and the path ran
     (where it does not apply, a window stride or groups, the reference's phases)."""

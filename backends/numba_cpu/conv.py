@@ -133,25 +133,26 @@ def kernel(x, patches, sources, n0, sb, si, sf, nimg, Y, K, C, t0, oi, oy, count
                         patches[out + i * uoi] = x[at + i * usi]
     return 0
 """
-# scatter_add: out[img, dst[j, k], :] += products[img - i0, j, k, :] for the images i0 +
-# (chunks of the counter) of a block, where dst is >= 0: each input position j's product
-# with tap k, added to the output it lands on (an lhs-dilated convolution, from its
-# inputs). out [N, Y, O], products [n, J, K, O], flat.
+# scatter_add: out[i0 + c, dst[j0 + j, k], :] += products[c, j, k, :] for the images i0 + c
+# of a block (c: chunks of the counter) and their input positions j0 .. j0 + nj, where dst
+# is >= 0: each input position's product with tap k, added to the output it lands on (an
+# lhs-dilated convolution, from its inputs). out [N, Y, O], products [n, nj, K, O], flat.
 _SCATTER_ADD = """
 @numba.njit(error_model='numpy', cache=True, no_cfunc_wrapper=True, nogil=True)
-def kernel(out, products, dst, i0, J, K, Y, O, counter, chunks):
+def kernel(out, products, dst, i0, j0, nj, K, Y, O, counter, chunks):
     ch = np.uint64(chunks)
-    ui0, uJ, uK, uY, uO = np.uint64(i0), np.uint64(J), np.uint64(K), np.uint64(Y), np.uint64(O)
+    ui0, uj0, unj = np.uint64(i0), np.uint64(j0), np.uint64(nj)
+    uK, uY, uO = np.uint64(K), np.uint64(Y), np.uint64(O)
     while True:
         c = fetch_add(counter)
         if c >= ch:
             break
-        for j in range(uJ):
+        for j in range(unj):
             for k in range(uK):
-                d = dst[j * uK + k]
+                d = dst[(uj0 + j) * uK + k]
                 if d >= 0:
                     at = ((ui0 + c) * uY + np.uint64(d)) * uO
-                    src = ((c * uJ + j) * uK + k) * uO
+                    src = ((c * unj + j) * uK + k) * uO
                     for o in range(uO):
                         out[at + o] = out[at + o] + products[src + o]
     return 0
@@ -199,9 +200,9 @@ def _memory(x: np.ndarray):
 class _Unfold:
     """The threaded patch filler for x [B, N', *S, C] (see numpy_ref.convolution):
     `fill(n0, n1, phase)` gives the patches of images n0..n1 (on all threads); `rows`
-    writes those of a range of chunks into a thread's buffer (on that thread), where the
-    rows layout is used (`columns` false). NumPy's own filler for elements of 16 bytes
-    (complex128): `_unfold` below."""
+    (where the rows layout is used: `columns` false) and `taps` (the transposed layout)
+    write those of a range of chunks into a thread's buffer, on that thread. NumPy's own
+    filler for elements of 16 bytes (complex128): `_unfold` below."""
 
     def __init__(self, x: np.ndarray, width):
         self.B, self.C, self.spatial = x.shape[0], x.shape[-1], x.shape[2:-1]
@@ -241,7 +242,6 @@ class _Unfold:
         _kernel(_UNFOLD_ROWS)(self.flat, patches, sources.ravel(), 0, sb, si, sf,
                               nimg, Y, K, self.C, r0, np.array([c0], np.int64), c1)
 
-
     def taps(self, patches: np.ndarray, t0: int, t1: int, nimg: int, phase) -> None:
         """The transposed patches of taps t0..t1 of nimg images (B = 1), [t1 - t0, C, Y,
         nimg], into `patches` (flat, of the filler's width), on this thread."""
@@ -268,7 +268,8 @@ def _conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize) 
     never written out whole (for a 3x3 convolution of 64 channels, nine times the input).
     Blocks are of BLOCK outputs where the phase's outputs are all of out's positions in
     order (no lhs dilation), else of whole images, whose products are then copied to the
-    phase's positions. The reference's chunks for groups and the transposed patches."""
+    phase's positions. Transposed patches: _summed_over_taps; groups: the reference's
+    chunks."""
     if not (isinstance(fill, _Unfold) and B == 1 and groups == 1
             and out.dtype.kind in "fc" and out.flags.c_contiguous):
         return ref._conv_phase(out, fill, matmul_, w, phase, B, C, G, I, Og, groups, itemsize)
@@ -387,7 +388,8 @@ def _scattered(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
     convolution) from its inputs: each input position times every tap of the kernel (one
     product [positions, C] @ [C, K·O], no zeros of the dilation multiplied), added to the
     outputs each lands on. Each thread takes a block of whole images (their products about
-    TASK_BYTES, added while in its cache), so no two threads add to one output. None where
+    TASK_BYTES, added while in its cache; an image whose products are larger, a block of
+    its positions at a time), so no two threads add to one output. None where
     that does not apply (no lhs dilation, a window stride, groups, a dtype the kernels do
     not add): the reference's phases then."""
     if (all(d == 1 for d in lhs_dilation) or any(s != 1 for s in window_strides)
@@ -412,18 +414,27 @@ def _scattered(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
         dst = _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation)
         rows, wk = x.reshape(N * J, C), np.ascontiguousarray(
             np.moveaxis(w.reshape(K, C, O), 1, 0)).reshape(C, K * O)   # [C, K·O]
-        per = max(1, min(TASK_BYTES // (J * K * O * x.itemsize), -(-N // NUM_THREADS)))
+        row_bytes = K * O * x.itemsize                 # one input position's products
+        per = max(1, min(TASK_BYTES // (J * row_bytes), -(-N // NUM_THREADS)))
+        part = J if per > 1 else min(J, max(1, TASK_BYTES // row_bytes))
         tasks = -(-N // per)
         add, flat, dst = _kernel(_SCATTER_ADD), out.reshape(-1), dst.ravel()
         claim = itertools.count().__next__              # atomic under the GIL
 
         def work():
-            products = np.empty((per * J, K * O), cdt)
+            products = np.empty((per * part, K * O), cdt)
             while (t := claim()) < tasks:
                 i0, i1 = t * per, min(N, (t + 1) * per)
-                np.matmul(rows[i0 * J:i1 * J], wk, out=products[:(i1 - i0) * J])
-                add(flat, products.reshape(-1), dst, i0, J, K, Y, O,
-                    np.zeros(1, np.int64), i1 - i0)
+                if part == J:                          # whole images
+                    np.matmul(rows[i0 * J:i1 * J], wk, out=products[:(i1 - i0) * J])
+                    add(flat, products.reshape(-1), dst, i0, 0, J, K, Y, O,
+                        np.zeros(1, np.int64), i1 - i0)
+                    continue
+                for j0 in range(0, J, part):           # (one image, a block at a time)
+                    nj = min(part, J - j0)
+                    np.matmul(rows[i0 * J + j0:i0 * J + j0 + nj], wk, out=products[:nj])
+                    add(flat, products.reshape(-1), dst, i0, j0, nj, K, Y, O,
+                        np.zeros(1, np.int64), 1)
         with one_blas_thread:
             on_all_threads(work)
     return ref._finish(out, ospec, out_dtype)
