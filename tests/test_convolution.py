@@ -303,8 +303,9 @@ def test_the_numba_backends_unfolding_moves_every_dtype_in_every_layout(dtype, m
     assert len(set(ran)) == (0 if dtype == "complex128" else 2)   # both fillers ran
 
 
+@pytest.mark.parametrize("channels", [7, 12])     # (a copy of a constant count, and not)
 @pytest.mark.parametrize("task_bytes", [1, 5000, 1 << 20])
-def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_bytes,
+def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_bytes, channels,
                                                                        monkeypatch):
     """Where every output position is one phase's (no lhs dilation) in one group, each of
     the numba backend's threads unfolds a block of patch rows (about TASK_BYTES) into its
@@ -320,8 +321,8 @@ def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_byte
     monkeypatch.setattr(conv._Unfold, "rows", lambda self, patches, c0, c1, *rest: (
         blocks.append((c0, c1)), rows(self, patches, c0, c1, *rest))[1])
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((5, 7, 10, 13)).astype(np.float32)      # NCHW: 130 outputs
-    w = rng.standard_normal((6, 7, 3, 2)).astype(np.float32)
+    x = rng.standard_normal((5, channels, 10, 13)).astype(np.float32)  # NCHW: 130 outputs
+    w = rng.standard_normal((6, channels, 3, 2)).astype(np.float32)
     for strides, padding in [((1, 1), ((1, 1), (0, 1))), ((2, 3), ((2, 0), (1, 1)))]:
         params = dict(window_strides=strides, padding=padding, lhs_dilation=(1, 1),
                       rhs_dilation=(1, 1),
@@ -340,8 +341,9 @@ def test_the_numba_backends_threads_unfold_and_multiply_blocks_of_rows(task_byte
                 c1 - c0 == 1 for c0, c1 in chunks))
 
 
+@pytest.mark.parametrize("images", [5, 11])       # (a copy of a constant count, and not)
 @pytest.mark.parametrize("task_bytes", [1, 3000, 1 << 20])
-def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_bytes,
+def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_bytes, images,
                                                                         monkeypatch):
     """A convolution whose lhs has its images closer together than its features (a weight
     gradient: the forward pass's input with batch and features exchanged) is a sum over
@@ -360,9 +362,9 @@ def test_the_numba_backends_weight_gradient_sums_lanes_of_taps_in_order(task_byt
         taps(self, patches, t0, t1, n, phase)
     monkeypatch.setattr(conv._Unfold, "taps", record)
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((6, 9, 11, 5)).astype(np.float32)     # forward: NHWC, 5 -> 4
+    x = rng.standard_normal((6, 9, 11, images)).astype(np.float32)   # forward: NHWC -> 4
     dy = rng.standard_normal((6, 4, 5, 4)).astype(np.float32)
-    dn = ((3, 0, 1, 2), (3, 0, 1, 2), (0, 3, 1, 2))    # batch <-> feature: out [5, kh, kw, 4]
+    dn = ((3, 0, 1, 2), (3, 0, 1, 2), (0, 3, 1, 2))    # batch <-> feature: [images, kh, kw, 4]
     for strides, lhs_dilation, padding in [((1, 1), (1, 1), ((0, 1), (1, 0))),
                                            ((2, 1), (3, 1), ((1, 1), (0, 2)))]:
         params = dict(window_strides=strides, padding=padding, lhs_dilation=lhs_dilation,
