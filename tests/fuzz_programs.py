@@ -5,9 +5,9 @@ over one or two inputs of random shapes (size-1 dims included, so broadcasting i
 and dtypes (float32, float16, bfloat16, int8, uint8, int32, bool). A step is a unary, binary
 or ternary op from a table (elementwise math, reductions over axes tuples, layout and
 indexing: strided slices, take, .at[] updates, dynamic slices; casts, softmax, cumulative
-ops, sort, matmul...) or a control-flow step (cond, switch, scan, fori_loop, while_loop,
-map, a recurrent cell) whose bodies are random chains of shape-keeping ops that close over
-an earlier value.
+ops, sort, matmul, convolutions...) or a control-flow step (cond, switch, scan, fori_loop,
+while_loop, map, a recurrent cell) whose bodies are random chains of shape-keeping ops that
+close over an earlier value.
 The program returns every step's value, so no step is dead code. It is written once against
 a (library, numpy module) pair, so it runs in fnad and in jax alike. Modes:
 
@@ -140,7 +140,25 @@ def binary_ops(L, N) -> dict:
         "stack": lambda x, y: N.stack(N.broadcast_arrays(x, y), axis=-1),
         "concat_0": lambda x, y: N.concatenate(N.broadcast_arrays(x, y), axis=0)
         if max(x.ndim, y.ndim) else N.stack([x, y]),
+        # convolutions (their gradients are convolutions too: a weight gradient, and an lhs-
+        # dilated one for the strided kind)
+        "conv": lambda x, y: _conv(L, N, x, y, 1, 1, 1, (1, 1)),
+        "conv_strided": lambda x, y: _conv(L, N, x, y, 2, 1, 1, (1, 0)),
+        "conv_lhs_dilated": lambda x, y: _conv(L, N, x, y, 1, 2, 1, (1, 1)),
+        "conv_rhs_dilated": lambda x, y: _conv(L, N, x, y, 1, 1, 2, (2, 1)),
     }
+
+
+def _conv(L, N, a, b, stride, lhs_dilation, rhs_dilation, padding):
+    """`a` as a 1-D convolution's input [1, C, S] (C: its first dim where it has two), times
+    a kernel [3, C, 2] made from b (a tanh of its mean)."""
+    x = a if N.issubdtype(a.dtype, N.floating) else a.astype("float32")
+    x = x.reshape((1,) + (x.shape if x.ndim == 2 else (1, x.size)))
+    c = x.shape[1]
+    w = N.tanh(N.arange(6 * c).reshape(3, c, 2) * 0.3 + N.mean(b.astype("float32")))
+    return L.lax.conv_general_dilated(x, w.astype(x.dtype), (stride,), [padding],
+                                      lhs_dilation=(lhs_dilation,),
+                                      rhs_dilation=(rhs_dilation,))[0]
 
 
 CONTROL = ("cond", "switch", "scan", "scan_rev", "fori", "fori_traced", "while", "map",
