@@ -1,10 +1,10 @@
 """The first seeds of the differential fuzzer (tests/fuzz_programs.py) in each mode.
 
 Random programs of elementwise math, reductions over axes tuples, layout and indexing ops
-(strided slices, take, .at[] updates, dynamic slices), casts, products and control flow
-(cond, switch, scan, fori_loop, while_loop, map with random bodies), in several dtypes and
-broadcast shapes: the numba and xla backends' compiled programs against the NumPy
-reference, and fnad eager, jit, grad, vmap and their compositions against jax. The fuzzer
+(strided slices, take, .at[] updates, dynamic slices), casts, products, convolutions and
+control flow (cond, switch, scan, fori_loop, while_loop, map with random bodies, a recurrent
+cell), in several dtypes and broadcast shapes: the numba and xla backends' compiled
+programs against the NumPy reference, and fnad eager, jit, grad, vmap and their compositions against jax. The fuzzer
 itself runs any number of seeds by hand (`python tests/fuzz_programs.py MODE FIRST COUNT`);
 session 22 ran about 8,000 programs over the modes; what differed is listed in its module
 docstring (jax-side differences and float rounding amplified by sin of huge arguments).
