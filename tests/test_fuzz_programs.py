@@ -4,10 +4,11 @@ Random programs of elementwise math, reductions over axes tuples, layout and ind
 (strided slices, take, .at[] updates, dynamic slices), casts, products, convolutions and
 control flow (cond, switch, scan, fori_loop, while_loop, map with random bodies, a recurrent
 cell), in several dtypes and broadcast shapes: the numba and xla backends' compiled
-programs against the NumPy reference, and fnad eager, jit, grad, vmap and their compositions against jax. The fuzzer
-itself runs any number of seeds by hand (`python tests/fuzz_programs.py MODE FIRST COUNT`);
-session 22 ran about 8,000 programs over the modes; what differed is listed in its module
-docstring (jax-side differences and float rounding amplified by sin of huge arguments).
+programs against the NumPy reference, and fnad eager, jit, grad, vmap and their
+compositions against jax. The fuzzer itself runs any number of seeds by hand (`python
+tests/fuzz_programs.py MODE FIRST COUNT`); session 22 ran about 8,000 programs over the
+modes; what differed is listed in its module docstring (jax-side differences and float
+rounding amplified by sin of huge arguments).
 """
 import pytest
 from fuzz_programs import run
