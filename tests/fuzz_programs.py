@@ -26,7 +26,8 @@ prints its seed, its ops and its inputs. tests/test_fuzz_programs.py runs a few 
 mode in the suite. Known differences that it reports, all on jax's side: integer division by
 zero (fnad: 0, XLA's CPU code: all ones, docs/differences_from_jax.md); jax's log_softmax of
 uint8 (x - max wraps around: -inf everywhere; fnad computes in float32); `bool * float` where
-the float is NaN (XLA's CPU code gives 0, IEEE and fnad NaN); sin of huge float32 arguments
+the float is NaN (XLA's CPU code gives 0, IEEE and fnad NaN); the derivative of x ** y in x
+at x = 0, y = 0 (jax: NaN, fnad: 0, as x^0 is 1 everywhere); sin of huge float32 arguments
 (exp(14) rounds one ulp apart in NumPy and XLA, and sin amplifies the difference); a few
 weak-type artifacts of jax. The floor of a tanh near saturation differs in every mode that
 compares fnad's eager (NumPy) with a compiled program: NumPy rounds tanh(9) to 1 - 2^-24,
