@@ -182,18 +182,27 @@ def _kernel(source: str):
         return load_kernel(*kernel_module(source, runtime=("fetch_add",)))
 
 
+def _grid(dims) -> np.ndarray:
+    """[prod n_d, prod k_d] from each spatial dim's ([n_d, k_d] int values, [n_d, k_d] bool
+    valid): the sum of the dims' values, rows and columns row-major over the dims, -1 where
+    any dim's is not valid (the tables of _sources and _destinations)."""
+    total, valid = np.zeros((1, 1), np.int64), np.ones((1, 1), bool)
+    for values, ok in dims:
+        shape = (total.shape[0] * values.shape[0], total.shape[1] * values.shape[1])
+        total = (total[:, None, :, None] + values[None, :, None, :]).reshape(shape)
+        valid = (valid[:, None, :, None] & ok[None, :, None, :]).reshape(shape)
+    return np.where(valid, total, -1)
+
+
 def _sources(spatial, phase, strides) -> np.ndarray:
     """[Y, K]: where output y's tap t reads x (its offset in x's memory, less the image and
     feature), -1 for a pad; outputs and taps row-major over the spatial dims."""
-    src, pad = np.zeros((1, 1), np.int64), np.zeros((1, 1), bool)
+    dims = []
     for n, p, st in zip(spatial, phase, strides):
         q = (np.asarray(p.offsets, np.int64)[None, :]
              + p.step * np.arange(p.count, dtype=np.int64)[:, None])    # [count, taps]
-        Y, K = src.shape
-        shape = (Y * p.count, K * q.shape[1])
-        src = (src[:, None, :, None] + (q * st)[None, :, None, :]).reshape(shape)
-        pad = (pad[:, None, :, None] | ((q < 0) | (q >= n))[None, :, None, :]).reshape(shape)
-    return np.where(pad, -1, src)
+        dims.append((q * st, (q >= 0) & (q < n)))
+    return _grid(dims)
 
 
 def _memory(x: np.ndarray):
@@ -387,16 +396,12 @@ def _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation) ->
     """[J, K]: the output position (row-major over the spatial dims) that input position j
     (row-major) reaches through tap k at window stride 1, -1 where none: output y reads
     the dilated, padded input at y + k * rd, element j where that is j * ld + lo."""
-    dst, keep = np.zeros((1, 1), np.int64), np.ones((1, 1), bool)
-    for n, k, y, (lo, _), ld, rd in zip(in_sp, window, out_sp, padding, lhs_dilation,
-                                        rhs_dilation):
+    dims = []
+    for d, (n, k, y, (lo, _), ld, rd) in enumerate(zip(in_sp, window, out_sp, padding,
+                                                       lhs_dilation, rhs_dilation)):
         pos = (np.arange(n) * ld + lo)[:, None] - (np.arange(k) * rd)[None, :]    # [n, k]
-        J, K = dst.shape
-        shape = (J * n, K * k)
-        dst = (dst[:, None, :, None] * y + pos[None, :, None, :]).reshape(shape)
-        keep = (keep[:, None, :, None] & ((pos >= 0) & (pos < y))[None, :, None, :]
-                ).reshape(shape)
-    return np.where(keep, dst, -1)
+        dims.append((pos * math.prod(out_sp[d + 1:]), (pos >= 0) & (pos < y)))
+    return _grid(dims)
 
 
 def _scattered(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
