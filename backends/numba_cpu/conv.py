@@ -40,9 +40,6 @@ import numpy as np
 from fnad.backends.numba_cpu.gemm import matmul, one_blas_thread
 from fnad.backends.numba_cpu.threads import NUM_THREADS, on_all_threads, run_threaded
 from fnad.backends.numpy_ref import convolution as ref
-from fnad.backends.numpy_ref.linalg import _compute_dtype
-from fnad.primitives import convolution as cv
-from fnad.primitives.linalg import dot_general_result_dtype
 
 BLOCK = 64                       # output positions per chunk a thread claims
 
@@ -404,68 +401,52 @@ def _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation) ->
     return _grid(dims)
 
 
-def _scattered(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-               dimension_numbers, feature_group_count, batch_group_count, precision,
-               preferred_element_type):
-    """An lhs-dilated convolution at window stride 1 (the input gradient of a strided
-    convolution) from its inputs: each input position times every tap of the kernel (one
-    product [positions, C] @ [C, K·O], no zeros of the dilation multiplied), added to the
-    outputs each lands on. Each thread takes a block of whole images (their products about
-    TASK_BYTES, added while in its cache; an image whose products are larger, a block of
-    its positions at a time), so no two threads add to one output. None where
-    that does not apply (no lhs dilation, a window stride, groups, a dtype the kernels do
-    not add): the reference's phases then."""
-    if (all(d == 1 for d in lhs_dilation) or any(s != 1 for s in window_strides)
-            or feature_group_count != 1 or batch_group_count != 1):
-        return None
-    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
-    lspec, rspec, ospec = dimension_numbers
-    out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-    cdt = _compute_dtype(out_dtype)
-    if cdt not in (np.float32, np.float64):
-        return None
-    x = np.ascontiguousarray(np.transpose(lhs, (lspec[0], *lspec[2:], lspec[1])), cdt)
-    w = np.transpose(rhs, (*rspec[2:], rspec[1], rspec[0])).astype(cdt, copy=False)
+def _scattered(out, x, w, padding, lhs_dilation, rhs_dilation) -> bool:
+    """An lhs-dilated convolution at window stride 1 in one group (the input gradient of a
+    strided convolution; the reference's `scatter`) from its inputs: each input position
+    times every tap of the kernel (one product [positions, C] @ [C, K·O], no zeros of the
+    dilation multiplied), added to the outputs (out: zeros) each lands on. Each thread
+    takes a block of whole images (their products about TASK_BYTES, added while in its
+    cache; an image whose products are larger, a block of its positions at a time), so no
+    two threads add to one output. False (nothing done) for a dtype the kernels do not
+    add: the reference's phases then."""
+    if out.dtype not in (np.float32, np.float64):
+        return False
+    x = np.ascontiguousarray(x)
     N, C, O = x.shape[0], x.shape[-1], w.shape[-1]
-    in_sp, window = x.shape[1:-1], w.shape[:-2]
-    out_sp = cv.conv_out_spatial(in_sp, window, window_strides=window_strides,
-                                 padding=padding, lhs_dilation=lhs_dilation,
-                                 rhs_dilation=rhs_dilation)
+    in_sp, window, out_sp = x.shape[1:-1], w.shape[:-2], out.shape[1:-1]
     J, K, Y = math.prod(in_sp), math.prod(window), math.prod(out_sp)
-    out = np.zeros((N, *out_sp, O), cdt)
-    if N and O and C and J and K and Y:
-        dst = _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation)
-        rows, wk = x.reshape(N * J, C), np.ascontiguousarray(
-            np.moveaxis(w.reshape(K, C, O), 1, 0)).reshape(C, K * O)   # [C, K·O]
-        row_bytes = K * O * x.itemsize                 # one input position's products
-        per = max(1, min(TASK_BYTES // (J * row_bytes), -(-N // NUM_THREADS)))
-        part = J if per > 1 else min(J, max(1, TASK_BYTES // row_bytes))
-        tasks = -(-N // per)
-        add, flat, dst = _kernel(_SCATTER_ADD), out.reshape(-1), dst.ravel()
-        claim = itertools.count().__next__              # atomic under the GIL
+    if not (J and K and Y):                            # sums of nothing
+        return True
+    dst = _destinations(in_sp, window, out_sp, padding, lhs_dilation, rhs_dilation)
+    rows, wk = x.reshape(N * J, C), np.ascontiguousarray(
+        np.moveaxis(w.reshape(K, C, O), 1, 0)).reshape(C, K * O)   # [C, K·O]
+    row_bytes = K * O * x.itemsize                     # one input position's products
+    per = max(1, min(TASK_BYTES // (J * row_bytes), -(-N // NUM_THREADS)))
+    part = J if per > 1 else min(J, max(1, TASK_BYTES // row_bytes))
+    tasks = -(-N // per)
+    add, flat, dst = _kernel(_SCATTER_ADD), out.reshape(-1), dst.ravel()
+    claim = itertools.count().__next__                  # atomic under the GIL
 
-        def work():
-            products = np.empty((per * part, K * O), cdt)
-            while (t := claim()) < tasks:
-                i0, i1 = t * per, min(N, (t + 1) * per)
-                if part == J:                          # whole images
-                    np.matmul(rows[i0 * J:i1 * J], wk, out=products[:(i1 - i0) * J])
-                    add(flat, products.reshape(-1), dst, i0, 0, J, K, Y, O,
-                        np.zeros(1, np.int64), i1 - i0)
-                    continue
-                for j0 in range(0, J, part):           # (one image, a block at a time)
-                    nj = min(part, J - j0)
-                    np.matmul(rows[i0 * J + j0:i0 * J + j0 + nj], wk, out=products[:nj])
-                    add(flat, products.reshape(-1), dst, i0, j0, nj, K, Y, O,
-                        np.zeros(1, np.int64), 1)
-        with one_blas_thread:
-            on_all_threads(work)
-    return ref._finish(out, ospec, out_dtype)
+    def work():
+        products = np.empty((per * part, K * O), out.dtype)
+        while (t := claim()) < tasks:
+            i0, i1 = t * per, min(N, (t + 1) * per)
+            if part == J:                              # whole images
+                np.matmul(rows[i0 * J:i1 * J], wk, out=products[:(i1 - i0) * J])
+                add(flat, products.reshape(-1), dst, i0, 0, J, K, Y, O,
+                    np.zeros(1, np.int64), i1 - i0)
+                continue
+            for j0 in range(0, J, part):               # (one image, a block at a time)
+                nj = min(part, J - j0)
+                np.matmul(rows[i0 * J + j0:i0 * J + j0 + nj], wk, out=products[:nj])
+                add(flat, products.reshape(-1), dst, i0, j0, nj, K, Y, O,
+                    np.zeros(1, np.int64), 1)
+    with one_blas_thread:
+        on_all_threads(work)
+    return True
 
 
 def conv_general_dilated(lhs, rhs, **params):
-    out = _scattered(lhs, rhs, **params)
-    if out is not None:
-        return out
     return ref.conv_general_dilated(lhs, rhs, unfold=_unfold, matmul=matmul,
-                                    conv_phase=_conv_phase, **params)
+                                    conv_phase=_conv_phase, scatter=_scattered, **params)

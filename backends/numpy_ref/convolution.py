@@ -69,14 +69,17 @@ def _spacing(p: _Phase) -> int:
 def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                          dimension_numbers, feature_group_count, batch_group_count, precision,
                          preferred_element_type, unfold=None, matmul=np.matmul,
-                         conv_phase=None):
+                         conv_phase=None, scatter=None):
     """The convolution, phase by phase (`_phases`), im2col then matmul. `unfold(x, dims)`
     (x [B, N', *S, C], dims the phases of each spatial dim) returns
     `fill(n0, n1, phase)`, which gives the patches of images n0..n1 as a [B, rows, K·C]
     matrix (rows: image, then the phase's outputs; columns: the taps, then the features;
     zeros where a tap reads a pad), in whatever memory layout suits it; `matmul`
     multiplies [groups, rows, K·I] @ [groups, K·I, Og]; `conv_phase` (as _conv_phase)
-    computes one phase's outputs with them. The numba backend passes its own of all three."""
+    computes one phase's outputs with them. `scatter(out, x, w, padding, lhs_dilation,
+    rhs_dilation)`, for an lhs-dilated convolution at window stride 1 in one group, may
+    add all of out [N, *Y, O] (zeros) from its inputs instead (True where it did). The
+    numba backend passes its own of all four."""
     lhs, rhs = np.asarray(lhs), np.asarray(rhs)
     lspec, rspec, ospec = dimension_numbers
     out_dtype = dot_general_result_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
@@ -96,8 +99,13 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     dims = [_phases(*a) for a in zip(in_sp, window, out_sp, window_strides,
                                      (lo for lo, _ in padding), lhs_dilation, rhs_dilation)]
     covered = all(sum(p.count for p in d) == y for d, y in zip(dims, out_sp))
-    out = (np.empty if covered else np.zeros)((Nb, *out_sp, O), cdt)
-    if not (Nb and Og and I) or not all(dims):          # nothing, or sums of nothing
+    scattered = (scatter is not None and groups == 1 and any(d > 1 for d in lhs_dilation)
+                 and all(s == 1 for s in window_strides))
+    out = (np.empty if covered and not scattered else np.zeros)((Nb, *out_sp, O), cdt)
+    if not (Nb and Og and I) or (
+            scattered and scatter(out, x, w, padding, lhs_dilation, rhs_dilation)):
+        return _finish(out, ospec, out_dtype)                   # nothing, or all of it
+    if not all(dims):                                   # sums of nothing
         return _finish(out, ospec, out_dtype)
     fill = (unfold or _unfold)(x.reshape(B, Nb, *in_sp, C), dims)    # batch groups first
     for phase in itertools.product(*dims):
